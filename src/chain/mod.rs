@@ -1,0 +1,217 @@
+//! The reference loader: from a full scan to a chain (SPEC A5).
+//!
+//! This is the oracle every faster path must match. It is written to be obviously right:
+//! each step of SPEC A5 lives in one small module, in order.
+//!
+//! | step | module |
+//! |---|---|
+//! | 1–2, 4 parse, map, metadata (boundaries clear context-collapse state) | [`scan`] |
+//! | 3 progress bridge, 5 preserved segment, 6 snips, 7 leaves | [`tree`] |
+//! | 8 leaf choice | [`leaf`] |
+//! | 9 chain walk, 11 breaks | [`walk`] |
+//! | 10 parallel tool results | [`splice`] |
+
+pub mod leaf;
+pub mod scan;
+pub mod splice;
+pub mod tree;
+pub mod walk;
+
+use crate::transcript::envelope::{Flags, Kind};
+use crate::transcript::frame::LinePos;
+use crate::transcript::id::Id;
+
+pub use leaf::LeafRule;
+pub use scan::{BadLine, MessageRow, Transcript};
+pub use tree::{Projection, Tree};
+pub use walk::Stop;
+
+/// Which projection of the chain to return.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum View {
+    /// What Claude Code hands the model: the walk stops at the last compact boundary.
+    #[default]
+    Resume,
+    /// The whole conversation: compact boundaries crossed through `logicalParentUuid`,
+    /// without the preserved-segment projection.
+    Full,
+}
+
+/// Options of [`resolve`].
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ResolveOptions {
+    /// Start from this message instead of the chosen leaf.
+    pub leaf: Option<Id>,
+    /// Which view.
+    pub view: View,
+}
+
+/// One message of a resolved chain.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Link {
+    /// Its uuid.
+    pub uuid: Id,
+    /// Where its line is.
+    pub pos: LinePos,
+    /// Its type.
+    pub kind: Kind,
+    /// Its parent after the projections (may differ from the line's `parentUuid`).
+    pub parent: Option<Id>,
+    /// Recovered by the parallel tool-result splice rather than by the parent walk.
+    pub spliced: bool,
+    /// Its usage token counts are zeroed (a live preserved segment).
+    pub zero_usage: bool,
+}
+
+/// A chain break found on the chosen chain (SPEC A5 step 11).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ChainBreak {
+    /// The message whose parent is missing.
+    pub child: Id,
+    /// The missing parent.
+    pub parent: Id,
+    /// Where the child's line is.
+    pub pos: LinePos,
+    /// The fraction of live messages reachable from the leaf.
+    pub reachable_fraction: f64,
+}
+
+use serde::Serialize;
+
+/// The answer of the reference loader for one transcript.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Resolution {
+    /// The active leaf and the rule that picked it (`None`: no message to resume).
+    pub leaf: Option<(Id, LeafRule)>,
+    /// The chain, root first.
+    pub chain: Vec<Link>,
+    /// Why the walk ended.
+    pub stop: Option<Stop>,
+    /// A chain break on the chosen chain, if the walk ended at a missing parent.
+    pub chain_break: Option<ChainBreak>,
+    /// Every leaf, in map order.
+    pub leaves: Vec<Id>,
+    /// The hash of the leaf's `sessionId` (metadata is looked up by it).
+    pub session: Option<u64>,
+}
+
+/// A requested leaf that is not a live message.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("message {0} is not in the transcript (or was removed by a compaction or snip)")]
+pub struct UnknownLeaf(pub String);
+
+/// Resolves the active chain of a scanned transcript (SPEC A5 steps 3–11).
+pub fn resolve(t: &Transcript, opts: ResolveOptions) -> Result<Resolution, UnknownLeaf> {
+    let resume_tree = Tree::build(t, Projection::Resume);
+    let chosen = match opts.leaf {
+        Some(id) => {
+            Some(leaf::requested(&resume_tree, id).ok_or_else(|| UnknownLeaf(t.names.name(id)))?)
+        }
+        None => leaf::choose(t, &resume_tree),
+    };
+    let leaves = resume_tree
+        .leaves
+        .iter()
+        .map(|&i| t.rows[i].head.uuid)
+        .collect();
+    let Some((leaf_row, rule)) = chosen else {
+        return Ok(Resolution {
+            leaf: None,
+            chain: Vec::new(),
+            stop: None,
+            chain_break: None,
+            leaves,
+            session: None,
+        });
+    };
+    let leaf_id = t.rows[leaf_row].head.uuid;
+    let full_tree;
+    let (tree, cross) = match opts.view {
+        View::Resume => (&resume_tree, false),
+        View::Full => {
+            full_tree = Tree::build(t, Projection::Full);
+            (&full_tree, true)
+        }
+    };
+    // The full tree keeps every row of the resume tree except, in odd files, one removed by
+    // a snip that the resume projection dropped; then the resume tree answers.
+    let (tree, cross) = match tree.get(leaf_id) {
+        Some(_) => (tree, cross),
+        None => (&resume_tree, false),
+    };
+    let w = walk::walk(tree, tree.get(leaf_id).expect("checked above"), cross);
+    let walked: std::collections::HashSet<usize> = w.rows.iter().copied().collect();
+    let spliced = splice::splice_parallel(tree, &w.rows);
+    let chain = spliced
+        .iter()
+        .map(|&i| {
+            let row = &t.rows[i];
+            Link {
+                uuid: row.head.uuid,
+                pos: row.pos,
+                kind: row.head.kind,
+                parent: tree.parent_of(i),
+                spliced: !walked.contains(&i),
+                zero_usage: tree.zeroed_usage.contains(&row.head.uuid),
+            }
+        })
+        .collect::<Vec<_>>();
+    let chain_break = match w.stop {
+        Stop::MissingParent { child, parent } => {
+            let live = tree.live_count().max(1);
+            Some(ChainBreak {
+                child,
+                parent,
+                pos: t.row(child).expect("walked").pos,
+                #[expect(clippy::cast_precision_loss, reason = "a ratio for people")]
+                reachable_fraction: chain.len() as f64 / live as f64,
+            })
+        }
+        _ => None,
+    };
+    Ok(Resolution {
+        leaf: Some((leaf_id, rule)),
+        chain,
+        stop: Some(w.stop),
+        chain_break,
+        leaves,
+        session: Some(t.rows[leaf_row].head.session),
+    })
+}
+
+/// One leaf with the facts `chainlog leaves` shows.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct LeafInfo {
+    /// The leaf's uuid.
+    pub uuid: Id,
+    /// Its type.
+    pub kind: Kind,
+    /// Its timestamp (epoch ms).
+    pub timestamp: i64,
+    /// `isSidechain`.
+    pub sidechain: bool,
+    /// Length of its resume-view walk (before the splice).
+    pub chain_len: usize,
+    /// Whether it is the active leaf.
+    pub active: bool,
+}
+
+/// Every leaf with its chain length, for `chainlog leaves`.
+pub fn leaf_report(t: &Transcript, res: &Resolution) -> Vec<LeafInfo> {
+    let tree = Tree::build(t, Projection::Resume);
+    let active = res.leaf.map(|(id, _)| id);
+    tree.leaves
+        .iter()
+        .map(|&i| {
+            let h = &t.rows[i].head;
+            LeafInfo {
+                uuid: h.uuid,
+                kind: h.kind,
+                timestamp: h.timestamp,
+                sidechain: h.flags.has(Flags::SIDECHAIN),
+                chain_len: walk::walk(&tree, i, false).rows.len(),
+                active: Some(h.uuid) == active,
+            }
+        })
+        .collect()
+}

@@ -1,0 +1,264 @@
+//! The message tree after the load-time projections (SPEC A5 steps 3, 5, 6, 7).
+//!
+//! # Context
+//! The parent links on disk are not the links resume follows. Legacy progress entries sit in
+//! the chain, a preserved segment is re-attached after a compaction, and snipped messages are
+//! removed with their children re-pointed. [`Tree::build`] applies these in SPEC order to the
+//! rows of a full scan and then computes the leaf set.
+//!
+//! # Design
+//! Rows keep their map position (`seq`); the tree holds an *effective* parent per row and an
+//! `alive` bit, so nothing is copied and every change is visible in [`Tree::relinked`].
+//!
+//! | step | before | after |
+//! |---|---|---|
+//! | 3 bridge | `m.parent = P` (a progress whose parent is `X`) | `m.parent = X` |
+//! | 5 preserved (live) | `head.parent = h'`; `c.parent = anchor` | `head.parent = anchor`; `c.parent = tail` |
+//! | 5 drop | rows before the last boundary | gone unless preserved |
+//! | 6 snip | `r` removed, `c.parent = r`, `r.parent = p` | `c.parent = p` |
+
+use std::collections::{HashMap, HashSet};
+
+use super::scan::{MessageRow, Transcript};
+use crate::transcript::envelope::{Flags, Kind};
+use crate::transcript::id::Id;
+
+/// The projected tree of one transcript.
+#[derive(Debug, Clone)]
+pub struct Tree<'t> {
+    /// The scan this tree projects.
+    pub rows: &'t [MessageRow],
+    index: HashMap<Id, usize>,
+    parent: Vec<Option<Id>>,
+    alive: Vec<bool>,
+    /// Leaves (SPEC A5 step 7), as row indexes in map order.
+    pub leaves: Vec<usize>,
+    /// Assistants in a live preserved segment whose usage counts are zeroed.
+    pub zeroed_usage: HashSet<Id>,
+    /// Rows removed by a snip.
+    pub snipped: HashSet<Id>,
+    /// Rows dropped because they precede the last compact boundary (step 5).
+    pub dropped_before_boundary: usize,
+    /// A live preserved segment whose tail→head walk broke (step 5 changed nothing).
+    pub broken_segment: Option<Id>,
+}
+
+/// Which projections to apply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Projection {
+    /// Everything (the resume view).
+    Resume,
+    /// Skip step 5 so compact boundaries can be crossed through `logicalParentUuid`.
+    Full,
+}
+
+impl<'t> Tree<'t> {
+    /// Builds the tree of a scanned transcript.
+    pub fn build(t: &'t Transcript, projection: Projection) -> Tree<'t> {
+        let rows = &t.rows[..];
+        let index: HashMap<Id, usize> = rows
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (r.head.uuid, i))
+            .collect();
+        let mut tree = Tree {
+            rows,
+            index,
+            parent: rows.iter().map(|r| r.head.parent).collect(),
+            alive: vec![true; rows.len()],
+            leaves: Vec::new(),
+            zeroed_usage: HashSet::new(),
+            snipped: HashSet::new(),
+            dropped_before_boundary: 0,
+            broken_segment: None,
+        };
+        tree.bridge_progress(&t.progress);
+        if projection == Projection::Resume {
+            tree.apply_preserved_segment();
+        }
+        tree.apply_snips();
+        tree.compute_leaves();
+        tree
+    }
+
+    /// The row index of a live message.
+    pub fn get(&self, id: Id) -> Option<usize> {
+        self.index.get(&id).copied().filter(|&i| self.alive[i])
+    }
+
+    /// The effective parent of a row.
+    pub fn parent_of(&self, i: usize) -> Option<Id> {
+        self.parent[i]
+    }
+
+    /// Whether a row is still in the map.
+    pub fn is_alive(&self, i: usize) -> bool {
+        self.alive[i]
+    }
+
+    /// Number of live messages.
+    pub fn live_count(&self) -> usize {
+        self.alive.iter().filter(|a| **a).count()
+    }
+
+    /// Rows whose effective parent differs from the one on disk: `(uuid, effective parent)`.
+    pub fn relinked(&self) -> Vec<(Id, Option<Id>)> {
+        (0..self.rows.len())
+            .filter(|&i| self.alive[i] && self.parent[i] != self.rows[i].head.parent)
+            .map(|i| (self.rows[i].head.uuid, self.parent[i]))
+            .collect()
+    }
+
+    /// Step 3: a parent that is a legacy progress entry becomes that entry's nearest
+    /// non-progress ancestor (also when the progress line comes after its child).
+    fn bridge_progress(&mut self, progress: &HashMap<Id, Option<Id>>) {
+        if progress.is_empty() {
+            return;
+        }
+        for p in &mut self.parent {
+            let mut steps = 0;
+            while let Some(id) = *p {
+                match progress.get(&id) {
+                    Some(up) if steps <= progress.len() => {
+                        *p = *up;
+                        steps += 1;
+                    }
+                    _ => break,
+                }
+            }
+        }
+    }
+
+    /// Step 5: preserved segment relink and the drop of pre-boundary messages.
+    fn apply_preserved_segment(&mut self) {
+        let is_boundary = |r: &MessageRow| r.head.flags.has(Flags::COMPACT_BOUNDARY);
+        let Some(last_seg) = self
+            .rows
+            .iter()
+            .rposition(|r| is_boundary(r) && r.head.preserved.is_some())
+        else {
+            return;
+        };
+        let last_boundary = self
+            .rows
+            .iter()
+            .rposition(is_boundary)
+            .expect("a segment boundary is a boundary");
+        let mut preserved = HashSet::new();
+        if last_seg == last_boundary {
+            let seg = self.rows[last_seg].head.preserved.expect("checked");
+            let mut cur = Some(seg.tail);
+            let mut reached = false;
+            while let Some(id) = cur {
+                let Some(i) = self.get(id) else { break };
+                if !preserved.insert(id) {
+                    break;
+                }
+                if id == seg.head {
+                    reached = true;
+                    break;
+                }
+                cur = self.parent[i];
+            }
+            if !reached {
+                self.broken_segment = Some(self.rows[last_seg].head.uuid);
+                return;
+            }
+            let head = self.get(seg.head).expect("reached");
+            self.parent[head] = Some(seg.anchor);
+            for i in 0..self.rows.len() {
+                if i != head && self.alive[i] && self.parent[i] == Some(seg.anchor) {
+                    self.parent[i] = Some(seg.tail);
+                }
+            }
+            for &id in &preserved {
+                let i = self.index[&id];
+                if self.rows[i].head.kind == Kind::Assistant {
+                    self.zeroed_usage.insert(id);
+                }
+            }
+        }
+        for i in 0..last_boundary {
+            if self.alive[i] && !preserved.contains(&self.rows[i].head.uuid) {
+                self.alive[i] = false;
+                self.dropped_before_boundary += 1;
+            }
+        }
+    }
+
+    /// Step 6: snip removals, survivors re-pointed to the nearest surviving ancestor.
+    fn apply_snips(&mut self) {
+        let removed: HashSet<Id> = (0..self.rows.len())
+            .filter(|&i| self.alive[i])
+            .flat_map(|i| self.rows[i].head.snip_removed.iter().copied())
+            .collect();
+        if removed.is_empty() {
+            return;
+        }
+        // Parents of removed entries, looked up before anything is removed.
+        let removed_parent: HashMap<Id, Option<Id>> = removed
+            .iter()
+            .map(|&id| (id, self.get(id).and_then(|i| self.parent[i])))
+            .collect();
+        for &id in &removed {
+            if let Some(i) = self.get(id) {
+                self.alive[i] = false;
+                self.snipped.insert(id);
+            }
+        }
+        for i in 0..self.rows.len() {
+            if !self.alive[i] {
+                continue;
+            }
+            let mut p = self.parent[i];
+            let mut steps = 0;
+            while let Some(id) = p {
+                if !removed.contains(&id) || steps > removed.len() {
+                    break;
+                }
+                p = removed_parent[&id];
+                steps += 1;
+            }
+            self.parent[i] = p;
+        }
+    }
+
+    /// Step 7: terminals, then from each the first user/assistant above it that no
+    /// user/assistant names as parent.
+    fn compute_leaves(&mut self) {
+        let mut has_child = HashSet::new();
+        let mut has_turn_child = HashSet::new();
+        for i in 0..self.rows.len() {
+            if let (true, Some(p)) = (self.alive[i], self.parent[i]) {
+                has_child.insert(p);
+                if self.rows[i].head.kind.is_turn() {
+                    has_turn_child.insert(p);
+                }
+            }
+        }
+        let mut leaves = Vec::new();
+        let mut seen_leaf = HashSet::new();
+        for t in 0..self.rows.len() {
+            if !self.alive[t] || has_child.contains(&self.rows[t].head.uuid) {
+                continue;
+            }
+            let mut cur = Some(t);
+            let mut walked = HashSet::new();
+            while let Some(i) = cur {
+                if !walked.insert(i) {
+                    break;
+                }
+                let head = &self.rows[i].head;
+                if head.kind.is_turn() {
+                    if !has_turn_child.contains(&head.uuid) && seen_leaf.insert(i) {
+                        leaves.push(i);
+                    }
+                    break;
+                }
+                cur = self.parent[i].and_then(|p| self.get(p));
+            }
+        }
+        leaves.sort_unstable();
+        self.leaves = leaves;
+    }
+}

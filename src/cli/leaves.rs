@@ -1,0 +1,85 @@
+//! `chainlog leaves`: every leaf of a transcript, and why the active one was picked.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use chainlog::{ResolveOptions, leaf_report, resolve};
+use serde_json::json;
+
+use super::{Cli, CliResult, report_bad_lines, scan_path, write_json};
+
+#[derive(Debug, clap::Args)]
+pub struct LeavesArgs {
+    /// A transcript file.
+    pub target: PathBuf,
+}
+
+pub fn run(cli: &Cli, a: &LeavesArgs, out: &mut impl Write) -> CliResult {
+    let t = scan_path(&a.target)?;
+    report_bad_lines(&t);
+    let res = resolve(&t, ResolveOptions::default())
+        .map_err(|e| chainlog::Error::NotFound(e.to_string()))?;
+    let report = leaf_report(&t, &res);
+    let rule = res.leaf.map(|(_, r)| r);
+    if cli.json {
+        for l in &report {
+            write_json(
+                out,
+                &json!({
+                    "uuid": t.names.name(l.uuid),
+                    "type": l.kind.as_str(),
+                    "timestamp": format_ms(l.timestamp),
+                    "sidechain": l.sidechain,
+                    "chainLength": l.chain_len,
+                    "active": l.active,
+                    "rule": if l.active { rule } else { None },
+                }),
+            )?;
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    writeln!(
+        out,
+        "{:<38} {:<9} {:<24} {:>6} {:<9} active",
+        "leaf", "type", "tip time", "chain", "sidechain"
+    )?;
+    for l in &report {
+        writeln!(
+            out,
+            "{:<38} {:<9} {:<24} {:>6} {:<9} {}",
+            t.names.name(l.uuid),
+            l.kind.as_str(),
+            format_ms(l.timestamp),
+            l.chain_len,
+            if l.sidechain { "yes" } else { "no" },
+            if l.active { "*" } else { "" }
+        )?;
+    }
+    match res.leaf {
+        Some((id, r)) if !report.iter().any(|l| l.active) => {
+            writeln!(
+                out,
+                "\nactive: {} ({}; not a leaf)",
+                t.names.name(id),
+                r.explain()
+            )?;
+        }
+        Some((id, r)) => writeln!(out, "\nactive: {} ({})", t.names.name(id), r.explain())?,
+        None => writeln!(
+            out,
+            "\nno active leaf: the transcript has no user/assistant message"
+        )?,
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Epoch milliseconds as RFC 3339, or `-`.
+pub fn format_ms(ms: i64) -> String {
+    chrono::DateTime::from_timestamp_millis(ms)
+        .filter(|_| ms != i64::MIN)
+        .map_or_else(
+            || "-".into(),
+            |d| d.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string(),
+        )
+}

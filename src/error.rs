@@ -1,0 +1,135 @@
+//! Errors, one enum per public boundary, joined in [`Error`].
+//!
+//! Every problem with a transcript's content carries a [`Position`] (file, line, byte
+//! offset). Content problems inside a transcript (bad lines) are not errors: they are
+//! recorded and reported beside the answer.
+
+use std::fmt;
+use std::path::PathBuf;
+
+/// Where in a transcript something is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Position {
+    /// The transcript file.
+    pub path: PathBuf,
+    /// 1-based line number.
+    pub line: u64,
+    /// Byte offset of the line start.
+    pub byte_offset: u64,
+}
+
+impl fmt::Display for Position {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}:{} (byte {})",
+            self.path.display(),
+            self.line,
+            self.byte_offset
+        )
+    }
+}
+
+/// Anything chainlog can fail with.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// Reading or writing a file failed.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// A session, message or file that does not exist.
+    #[error("{0}")]
+    NotFound(String),
+    /// An id given by a user that could be a path (`..`, `/`, `\`, NUL) or is empty.
+    #[error("refusing id {id:?}: {reason}")]
+    InvalidId {
+        /// The id as given.
+        id: String,
+        /// Why it is refused.
+        reason: &'static str,
+    },
+    /// A transcript line the operation needed could not be used.
+    #[error("{position}: {reason}")]
+    BadEntry {
+        /// Where.
+        position: Position,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The transcript changed under a read in a way that made the answer unsafe.
+    #[error("{}: the file changed while it was read; retry", path.display())]
+    Changed {
+        /// The file.
+        path: PathBuf,
+    },
+    /// The index sidecar failed.
+    #[error("index {}: {message}", path.display())]
+    Index {
+        /// The index file.
+        path: PathBuf,
+        /// What went wrong.
+        message: String,
+    },
+}
+
+impl Error {
+    /// An I/O error on `path`.
+    pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Error {
+        Error::Io {
+            path: path.into(),
+            source,
+        }
+    }
+
+    /// The process exit code for this error (SPEC B3: 1 not found, 2 usage or data).
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            Error::NotFound(_) => 1,
+            Error::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound => 1,
+            _ => 2,
+        }
+    }
+}
+
+/// `Result` with [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Refuses ids from users that could act as paths (SPEC B5).
+pub fn check_id(id: &str) -> Result<()> {
+    let reason = if id.is_empty() {
+        "it is empty"
+    } else if id.contains("..") {
+        "it contains `..`"
+    } else if id.contains('/') || id.contains('\\') {
+        "it contains a path separator"
+    } else if id.contains('\0') {
+        "it contains a NUL byte"
+    } else {
+        return Ok(());
+    };
+    Err(Error::InvalidId {
+        id: id.to_owned(),
+        reason,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn path_like_ids_are_refused() {
+        for bad in ["../x", "a/b", "a\\b", "a\0b", "", ".."] {
+            let e = check_id(bad).unwrap_err();
+            assert_eq!(e.exit_code(), 2, "{bad:?}");
+            assert!(e.to_string().starts_with("refusing id"), "{e}");
+        }
+        assert!(check_id("4a1f0c2e-0000-4000-8000-000000000001").is_ok());
+        assert!(check_id("aprompt_suggestion-1a2b").is_ok());
+    }
+}

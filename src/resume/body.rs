@@ -1,0 +1,126 @@
+//! Reading the lines of a chain by offset, and projecting them for the model.
+//!
+//! Only the lines of the returned view are read (`pread` at the recorded offset). An entry
+//! whose parent or usage the projections changed is re-serialised with key order kept
+//! (serde_json `preserve_order`); every other entry is returned byte-for-byte as written.
+
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::chain::Link;
+use crate::error::{Error, Position, Result};
+use crate::transcript::frame::LinePos;
+use crate::transcript::id::{Id, IdNames};
+
+/// One entry of a view: its link and its line as handed to the model.
+#[derive(Debug, Clone)]
+pub struct ViewEntry {
+    /// The chain link.
+    pub link: Link,
+    /// The JSON line (without newline): raw bytes, or the projected re-serialisation.
+    pub json: Vec<u8>,
+}
+
+impl ViewEntry {
+    /// The entry parsed as JSON.
+    pub fn value(&self) -> Option<Value> {
+        parse_value(&self.json)
+    }
+}
+
+/// Parses a line as JSON, repairing lone surrogates and invalid UTF-8 if needed.
+pub fn parse_value(bytes: &[u8]) -> Option<Value> {
+    serde_json::from_slice(bytes).ok().or_else(|| {
+        crate::transcript::lossy::repair(bytes).and_then(|b| serde_json::from_slice(&b).ok())
+    })
+}
+
+/// Reads one line at `pos`, without its terminator.
+pub fn read_line(file: &File, path: &Path, pos: LinePos) -> Result<Vec<u8>> {
+    let mut buf =
+        vec![0; usize::try_from(pos.len).map_err(|_| Error::Changed { path: path.into() })?];
+    file.read_exact_at(&mut buf, pos.offset)
+        .map_err(|e| Error::io(path, e))?;
+    if buf.last() != Some(&b'\n') {
+        return Err(Error::Changed { path: path.into() });
+    }
+    buf.pop();
+    if buf.last() == Some(&b'\r') {
+        buf.pop();
+    }
+    if pos.offset == 0 && buf.starts_with(b"\xEF\xBB\xBF") {
+        buf.drain(..3);
+    }
+    Ok(buf)
+}
+
+/// Reads the lines of `links` from `path` and applies the projections.
+pub fn read_view(path: &Path, links: &[Link], names: &IdNames) -> Result<Vec<ViewEntry>> {
+    let file = File::open(path).map_err(|e| Error::io(path, e))?;
+    links
+        .iter()
+        .map(|link| {
+            let raw = read_line(&file, path, link.pos)?;
+            let json = project(&raw, link, names).ok_or_else(|| Error::BadEntry {
+                position: Position {
+                    path: path.into(),
+                    line: link.pos.line,
+                    byte_offset: link.pos.offset,
+                },
+                reason: format!(
+                    "expected message {} here; the file changed",
+                    names.name(link.uuid)
+                ),
+            })?;
+            Ok(ViewEntry {
+                link: link.clone(),
+                json,
+            })
+        })
+        .collect()
+}
+
+/// Checks the line is the expected message and applies the projections to it.
+fn project(raw: &[u8], link: &Link, names: &IdNames) -> Option<Vec<u8>> {
+    let mut v = parse_value(raw)?;
+    let uuid = v.get("uuid")?.as_str()?;
+    if Id::from_text(uuid) != link.uuid {
+        return None;
+    }
+    let on_disk = v
+        .get("parentUuid")
+        .and_then(Value::as_str)
+        .map(Id::from_text);
+    if on_disk == link.parent && !link.zero_usage {
+        return Some(raw.to_vec());
+    }
+    let obj = v.as_object_mut()?;
+    if on_disk != link.parent {
+        let parent = link
+            .parent
+            .map_or(Value::Null, |p| Value::String(names.name(p)));
+        obj.insert("parentUuid".into(), parent);
+    }
+    if link.zero_usage {
+        if let Some(usage) = obj
+            .get_mut("message")
+            .and_then(|m| m.get_mut("usage"))
+            .and_then(Value::as_object_mut)
+        {
+            for k in [
+                "input_tokens",
+                "output_tokens",
+                "cache_creation_input_tokens",
+                "cache_read_input_tokens",
+            ] {
+                if usage.contains_key(k) {
+                    usage.insert(k.into(), Value::from(0));
+                }
+            }
+        }
+    }
+    serde_json::to_vec(&v).ok()
+}

@@ -1,0 +1,248 @@
+//! Line framing: split transcript bytes into entries with their position.
+//!
+//! # Context
+//! A transcript is appended to by Claude Code without locks, so the last line may be torn
+//! (no `\n` yet). Readers must not treat a torn tail as data or as an error: it becomes a
+//! line once its `\n` arrives. A leading UTF-8 BOM is skipped, `\r\n` is tolerated and blank
+//! lines are skipped.
+//!
+//! # Design
+//! [`Framer`] reads from any [`Read`] in large chunks, finds newlines with `memchr`, and hands
+//! each complete line to a callback as a borrowed slice with its 1-based line number and byte
+//! offset. A line longer than the chunk grows the buffer; nothing is truncated.
+
+use std::io::{self, Read};
+
+/// Where an entry sits in its file.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
+pub struct LinePos {
+    /// 1-based line number (counting every `\n`-terminated line, blank ones included).
+    pub line: u64,
+    /// Byte offset of the first byte of the line.
+    pub offset: u64,
+    /// Length in bytes including the line terminator.
+    pub len: u64,
+}
+
+/// One complete line handed out by the framer.
+#[derive(Debug, Clone, Copy)]
+pub struct Line<'a> {
+    /// Position of the line in the file.
+    pub pos: LinePos,
+    /// The line content without `\n`/`\r\n` and without a leading BOM.
+    pub bytes: &'a [u8],
+}
+
+/// What framing a byte stream found besides the lines themselves.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FrameSummary {
+    /// Bytes up to and including the last complete line: where the next catch-up starts.
+    pub complete_len: u64,
+    /// Number of lines framed (blank ones included).
+    pub lines: u64,
+    /// An unterminated last line, if any: `(offset, len)`. Not data yet, not an error.
+    pub torn_tail: Option<(u64, u64)>,
+}
+
+const UTF8_BOM: &[u8] = b"\xEF\xBB\xBF";
+const CHUNK: usize = 4 << 20;
+
+/// Splits a byte stream into lines, starting at a known offset and line number.
+pub struct Framer {
+    start_offset: u64,
+    start_line: u64,
+}
+
+impl Framer {
+    /// A framer for a stream that starts at the beginning of a file.
+    pub fn new() -> Self {
+        Self::resume_at(0, 0)
+    }
+
+    /// A framer for a stream that starts at `offset`, after `lines_before` complete lines.
+    pub fn resume_at(offset: u64, lines_before: u64) -> Self {
+        Self {
+            start_offset: offset,
+            start_line: lines_before,
+        }
+    }
+
+    /// Frames everything in `bytes`.
+    pub fn frame_slice(&self, bytes: &[u8], mut on_line: impl FnMut(Line<'_>)) -> FrameSummary {
+        let mut summary = FrameSummary {
+            complete_len: self.start_offset,
+            lines: 0,
+            torn_tail: None,
+        };
+        let mut pos = 0usize;
+        for nl in memchr::memchr_iter(b'\n', bytes) {
+            self.emit(&bytes[pos..=nl], pos, &mut summary, &mut on_line);
+            pos = nl + 1;
+        }
+        if pos < bytes.len() {
+            summary.torn_tail = Some((self.start_offset + pos as u64, (bytes.len() - pos) as u64));
+        }
+        summary
+    }
+
+    /// Frames a reader to its end, reading in large chunks.
+    pub fn frame_reader<R: Read>(
+        &self,
+        mut reader: R,
+        mut on_line: impl FnMut(Line<'_>),
+    ) -> io::Result<FrameSummary> {
+        let mut summary = FrameSummary {
+            complete_len: self.start_offset,
+            lines: 0,
+            torn_tail: None,
+        };
+        let mut buf: Vec<u8> = vec![0; CHUNK];
+        // `buf[..filled]` holds unconsumed bytes; `base` is their offset relative to the start.
+        let mut filled = 0usize;
+        let mut base = 0usize;
+        loop {
+            if filled == buf.len() {
+                // A line longer than the buffer: grow, never truncate.
+                buf.resize(buf.len() * 2, 0);
+            }
+            let n = match reader.read(&mut buf[filled..]) {
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            };
+            if n == 0 {
+                break;
+            }
+            let scan_from = filled;
+            filled += n;
+            let mut pos = 0usize;
+            for nl in memchr::memchr_iter(b'\n', &buf[scan_from..filled]) {
+                let end = scan_from + nl;
+                self.emit(&buf[pos..=end], base + pos, &mut summary, &mut on_line);
+                pos = end + 1;
+            }
+            if pos > 0 {
+                buf.copy_within(pos..filled, 0);
+                filled -= pos;
+                base += pos;
+            }
+        }
+        if filled > 0 {
+            summary.torn_tail = Some((self.start_offset + base as u64, filled as u64));
+        }
+        Ok(summary)
+    }
+
+    fn emit(
+        &self,
+        raw: &[u8],
+        rel_offset: usize,
+        summary: &mut FrameSummary,
+        on_line: &mut impl FnMut(Line<'_>),
+    ) {
+        let offset = self.start_offset + rel_offset as u64;
+        summary.lines += 1;
+        summary.complete_len = offset + raw.len() as u64;
+        let mut content = &raw[..raw.len() - 1];
+        if let Some(stripped) = content.strip_suffix(b"\r") {
+            content = stripped;
+        }
+        if offset == 0 {
+            if let Some(stripped) = content.strip_prefix(UTF8_BOM) {
+                content = stripped;
+            }
+        }
+        if content.iter().all(u8::is_ascii_whitespace) {
+            return;
+        }
+        on_line(Line {
+            pos: LinePos {
+                line: self.start_line + summary.lines,
+                offset,
+                len: raw.len() as u64,
+            },
+            bytes: content,
+        });
+    }
+}
+
+impl Default for Framer {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn collect(bytes: &[u8]) -> (Vec<(u64, u64, Vec<u8>)>, FrameSummary) {
+        let mut out = Vec::new();
+        let s = Framer::new().frame_slice(bytes, |l| {
+            out.push((l.pos.line, l.pos.offset, l.bytes.to_vec()));
+        });
+        (out, s)
+    }
+
+    #[test]
+    fn bom_crlf_blank_and_torn_tail() {
+        let data = b"\xEF\xBB\xBF{\"a\":1}\r\n\n  \n{\"b\":2}\n{\"c\"";
+        let (lines, s) = collect(data);
+        assert_eq!(lines.len(), 2);
+        assert_eq!(lines[0], (1, 0, b"{\"a\":1}".to_vec()));
+        assert_eq!(lines[1].0, 4);
+        assert_eq!(lines[1].2, b"{\"b\":2}".to_vec());
+        assert_eq!(s.lines, 4);
+        assert_eq!(s.complete_len, data.len() as u64 - 4);
+        assert_eq!(s.torn_tail, Some((data.len() as u64 - 4, 4)));
+    }
+
+    #[test]
+    fn reader_matches_slice_even_with_tiny_reads_and_long_lines() {
+        struct Dribble<'a>(&'a [u8]);
+        impl Read for Dribble<'_> {
+            fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+                let n = buf.len().min(self.0.len()).min(7);
+                buf[..n].copy_from_slice(&self.0[..n]);
+                self.0 = &self.0[n..];
+                Ok(n)
+            }
+        }
+        let mut data = Vec::new();
+        for i in 0..50 {
+            data.extend(std::iter::repeat_n(b'x', i * 13));
+            data.push(b'\n');
+        }
+        data.extend(std::iter::repeat_n(b'y', CHUNK + 10));
+        data.push(b'\n');
+        data.extend_from_slice(b"torn");
+        let (a, sa) = collect(&data);
+        let mut b = Vec::new();
+        let sb = Framer::new()
+            .frame_reader(Dribble(&data), |l| {
+                b.push((l.pos.line, l.pos.offset, l.bytes.to_vec()));
+            })
+            .unwrap();
+        assert_eq!(a, b);
+        assert_eq!(sa, sb);
+        assert_eq!(sa.torn_tail, Some((data.len() as u64 - 4, 4)));
+    }
+
+    #[test]
+    fn resume_at_offsets_lines() {
+        let f = Framer::resume_at(100, 5);
+        let mut got = Vec::new();
+        let s = f.frame_slice(b"{}\n{}\n", |l| got.push(l.pos));
+        assert_eq!(
+            got[1],
+            LinePos {
+                line: 7,
+                offset: 103,
+                len: 3
+            }
+        );
+        assert_eq!(s.complete_len, 106);
+    }
+}

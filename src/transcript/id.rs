@@ -1,0 +1,92 @@
+//! Message ids as 16 fixed bytes.
+//!
+//! Claude Code ids are UUIDs; a few writers and tests use other strings. A UUID (any case)
+//! is stored as its 16 bytes; anything else is hashed with blake3 to 16 bytes and its text
+//! kept beside it, so printing an id always gives back what the file said.
+
+use std::fmt;
+
+/// A message id: the 16 bytes of a UUID, or a blake3 digest of a non-UUID id.
+#[derive(
+    Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
+pub struct Id(pub [u8; 16]);
+
+impl Id {
+    /// The id of `text`, and whether `text` is a UUID (so [`Id`]'s `Display` reproduces it,
+    /// up to case, without a side table).
+    pub fn of(text: &str) -> (Id, bool) {
+        match uuid::Uuid::try_parse(text) {
+            // Upper-case UUIDs print lower-case: ids compare case-insensitively.
+            Ok(u) if text.len() == 36 => (Id(*u.as_bytes()), true),
+            _ => {
+                let h = blake3::hash(text.as_bytes());
+                let mut b = [0u8; 16];
+                b.copy_from_slice(&h.as_bytes()[..16]);
+                (Id(b), false)
+            }
+        }
+    }
+
+    /// Shorthand for `Id::of(text).0`.
+    pub fn from_text(text: &str) -> Id {
+        Id::of(text).0
+    }
+}
+
+impl fmt::Display for Id {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&uuid::Uuid::from_bytes(self.0).hyphenated(), f)
+    }
+}
+
+impl fmt::Debug for Id {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Id({self})")
+    }
+}
+
+/// Id texts that [`Id`]'s `Display` would not reproduce (non-UUID ids).
+#[derive(Debug, Default, Clone)]
+pub struct IdNames(std::collections::HashMap<Id, Box<str>>);
+
+impl IdNames {
+    /// Interns `text`, remembering it when needed, and returns its id.
+    pub fn intern(&mut self, text: &str) -> Id {
+        let (id, canonical) = Id::of(text);
+        if !canonical {
+            self.0.entry(id).or_insert_with(|| text.into());
+        }
+        id
+    }
+
+    /// The text of `id` as the transcript wrote it.
+    pub fn name(&self, id: Id) -> String {
+        self.0
+            .get(&id)
+            .map_or_else(|| id.to_string(), |s| s.to_string())
+    }
+
+    /// Non-canonical names, for storing beside an index.
+    pub fn iter(&self) -> impl Iterator<Item = (&Id, &str)> {
+        self.0.iter().map(|(k, v)| (k, &**v))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uuid_and_non_uuid_ids_round_trip_through_names() {
+        let mut names = IdNames::default();
+        let a = names.intern("00000000-0000-4000-8000-00000000000a");
+        let b = names.intern("msg_01ABC");
+        let c = names.intern("00000000-0000-4000-8000-00000000000A");
+        assert_eq!(names.name(a), "00000000-0000-4000-8000-00000000000a");
+        assert_eq!(names.name(c), "00000000-0000-4000-8000-00000000000a");
+        assert_eq!(names.name(b), "msg_01ABC");
+        assert_eq!(a, c, "UUIDs compare case-insensitively");
+        assert_ne!(a, b);
+    }
+}

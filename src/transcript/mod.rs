@@ -1,0 +1,10 @@
+//! Reading transcripts: framing lines, parsing envelopes, merging metadata.
+//!
+//! This layer knows the JSONL format (SPEC A1–A2) and nothing about chains or indexes.
+
+pub mod envelope;
+pub mod frame;
+pub mod id;
+pub mod lossy;
+pub mod metadata;
+pub mod time;
