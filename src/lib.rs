@@ -20,6 +20,7 @@
 mod chain;
 mod error;
 pub mod generate;
+mod index;
 mod resume;
 mod transcript;
 
@@ -28,9 +29,13 @@ pub use chain::{
     Transcript, UnknownLeaf, View, leaf_report, resolve,
 };
 pub use error::{Error, Position, Result, check_id};
+pub use index::ingest::CatchUp;
+pub use index::schema::INDEX_SCHEMA_VERSION;
+pub use index::verify::{Difference, verify};
+pub use index::{Answer, Source, Store};
 pub use resume::{
     Interrupt, ViewEntry, detect as detect_interrupt, read_view, text::render as render_text,
 };
-pub use transcript::envelope::{Flags, Kind, LineProblem};
+pub use transcript::envelope::{Flags, Kind, LineProblem, hash64};
 pub use transcript::frame::LinePos;
 pub use transcript::id::{Id, IdNames};

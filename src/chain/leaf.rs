@@ -1,13 +1,13 @@
 //! Choosing the leaf a resume starts from (SPEC A5 step 8).
 //!
 //! One rule, documented and overridable:
-//! 1. the newest `last-prompt` carrying a `leafUuid` that names a known message;
+//! 1. the newest `last-prompt` carrying a `leafUuid`, if that names a known message (an older
+//!    checkpoint is never used: it would silently cut off newer messages);
 //! 2. else, among leaves that are non-sidechain user/assistant messages, the greatest
 //!    timestamp (ties: later map position);
 //! 3. in an agent transcript (every message is a sidechain), the same over all its leaves.
 
-use super::scan::Transcript;
-use super::tree::Tree;
+use super::graph::Graph;
 use crate::transcript::envelope::Flags;
 use crate::transcript::id::Id;
 
@@ -37,38 +37,35 @@ impl LeafRule {
     }
 }
 
-/// Picks the active leaf: `(row index, rule)`.
-pub fn choose(t: &Transcript, tree: &Tree<'_>) -> Option<(usize, LeafRule)> {
-    if let Some(i) = t
-        .metadata
-        .leaf_checkpoints
-        .iter()
-        .rev()
-        .find_map(|(id, _)| tree.get(*id))
-    {
+/// Picks the active leaf: `(row, rule)`.
+pub fn choose(g: &impl Graph) -> Option<(usize, LeafRule)> {
+    // Only the newest checkpoint counts: an older one would silently cut newer messages.
+    if let Some(i) = g.checkpoints().last().and_then(|id| g.get(*id)) {
         return Some((i, LeafRule::LastPrompt));
     }
+    let leaves = g.leaves();
     let newest = |sidechain_ok: bool| {
-        tree.leaves
+        leaves
             .iter()
             .copied()
-            .filter(|&i| {
-                let h = &tree.rows[i].head;
-                h.kind.is_turn() && (sidechain_ok || !h.flags.has(Flags::SIDECHAIN))
+            .filter_map(|i| {
+                let h = g.head(i);
+                let ok = h.kind.is_turn() && (sidechain_ok || !h.flags.has(Flags::SIDECHAIN));
+                ok.then_some((h.timestamp, i))
             })
-            .max_by_key(|&i| (tree.rows[i].head.timestamp, i))
+            .max()
+            .map(|(_, i)| i)
     };
     if let Some(i) = newest(false) {
         return Some((i, LeafRule::Newest));
     }
-    let all_sidechain = tree.rows.iter().all(|r| r.head.flags.has(Flags::SIDECHAIN));
-    if all_sidechain {
+    if g.all_sidechain() {
         return newest(true).map(|i| (i, LeafRule::NewestSidechain));
     }
     None
 }
 
 /// Resolves a requested leaf id.
-pub fn requested(tree: &Tree<'_>, id: Id) -> Option<(usize, LeafRule)> {
-    tree.get(id).map(|i| (i, LeafRule::Requested))
+pub fn requested(g: &impl Graph, id: Id) -> Option<(usize, LeafRule)> {
+    g.get(id).map(|i| (i, LeafRule::Requested))
 }

@@ -11,15 +11,20 @@
 //! | 9 chain walk, 11 breaks | [`walk`] |
 //! | 10 parallel tool results | [`splice`] |
 
+pub mod graph;
 pub mod leaf;
 pub mod scan;
 pub mod splice;
 pub mod tree;
 pub mod walk;
 
-use crate::transcript::envelope::{Flags, Kind};
+use std::collections::HashSet;
+
+use crate::transcript::envelope::{Flags, Kind, MessageHead};
 use crate::transcript::frame::LinePos;
-use crate::transcript::id::Id;
+use crate::transcript::id::{Id, IdNames};
+
+pub use graph::Graph;
 
 pub use leaf::LeafRule;
 pub use scan::{BadLine, MessageRow, Transcript};
@@ -103,17 +108,24 @@ pub struct UnknownLeaf(pub String);
 /// Resolves the active chain of a scanned transcript (SPEC A5 steps 3–11).
 pub fn resolve(t: &Transcript, opts: ResolveOptions) -> Result<Resolution, UnknownLeaf> {
     let resume_tree = Tree::build(t, Projection::Resume);
+    resolve_graph(&resume_tree, opts, &t.names, || {
+        Tree::build(t, Projection::Full)
+    })
+}
+
+/// Steps 8–11 over any [`Graph`]: the reference tree or the index. `full` builds the graph
+/// of the full view (no preserved-segment projection) when it is asked for.
+pub fn resolve_graph<G: Graph, F: Graph>(
+    resume: &G,
+    opts: ResolveOptions,
+    names: &IdNames,
+    full: impl FnOnce() -> F,
+) -> Result<Resolution, UnknownLeaf> {
     let chosen = match opts.leaf {
-        Some(id) => {
-            Some(leaf::requested(&resume_tree, id).ok_or_else(|| UnknownLeaf(t.names.name(id)))?)
-        }
-        None => leaf::choose(t, &resume_tree),
+        Some(id) => Some(leaf::requested(resume, id).ok_or_else(|| UnknownLeaf(names.name(id)))?),
+        None => leaf::choose(resume),
     };
-    let leaves = resume_tree
-        .leaves
-        .iter()
-        .map(|&i| t.rows[i].head.uuid)
-        .collect();
+    let leaves = resume.leaves().iter().map(|&i| resume.head(i).uuid).collect();
     let Some((leaf_row, rule)) = chosen else {
         return Ok(Resolution {
             leaf: None,
@@ -124,59 +136,67 @@ pub fn resolve(t: &Transcript, opts: ResolveOptions) -> Result<Resolution, Unkno
             session: None,
         });
     };
-    let leaf_id = t.rows[leaf_row].head.uuid;
-    let full_tree;
-    let (tree, cross) = match opts.view {
-        View::Resume => (&resume_tree, false),
+    let leaf_head = resume.head(leaf_row).into_owned();
+    match opts.view {
+        View::Resume => Ok(finish(resume, leaf_row, false, &leaf_head, rule, leaves)),
         View::Full => {
-            full_tree = Tree::build(t, Projection::Full);
-            (&full_tree, true)
+            let g = full();
+            // The full graph keeps every row of the resume graph except, in odd files, one
+            // removed by a snip that the resume projection dropped; then the resume graph answers.
+            match g.get(leaf_head.uuid) {
+                Some(i) => Ok(finish(&g, i, true, &leaf_head, rule, leaves)),
+                None => Ok(finish(resume, leaf_row, false, &leaf_head, rule, leaves)),
+            }
         }
-    };
-    // The full tree keeps every row of the resume tree except, in odd files, one removed by
-    // a snip that the resume projection dropped; then the resume tree answers.
-    let (tree, cross) = match tree.get(leaf_id) {
-        Some(_) => (tree, cross),
-        None => (&resume_tree, false),
-    };
-    let w = walk::walk(tree, tree.get(leaf_id).expect("checked above"), cross);
-    let walked: std::collections::HashSet<usize> = w.rows.iter().copied().collect();
-    let spliced = splice::splice_parallel(tree, &w.rows);
-    let chain = spliced
+    }
+}
+
+fn finish(
+    g: &impl Graph,
+    leaf_row: usize,
+    cross: bool,
+    leaf_head: &MessageHead,
+    rule: LeafRule,
+    leaves: Vec<Id>,
+) -> Resolution {
+    let w = walk::walk(g, leaf_row, cross);
+    let walked: HashSet<usize> = w.rows.iter().copied().collect();
+    let spliced = splice::splice_parallel(g, &w.rows);
+    let chain: Vec<Link> = spliced
         .iter()
         .map(|&i| {
-            let row = &t.rows[i];
+            let h = g.head(i);
             Link {
-                uuid: row.head.uuid,
-                pos: row.pos,
-                kind: row.head.kind,
-                parent: tree.parent_of(i),
+                uuid: h.uuid,
+                pos: g.pos(i),
+                kind: h.kind,
+                parent: g.parent_of(i),
                 spliced: !walked.contains(&i),
-                zero_usage: tree.zeroed_usage.contains(&row.head.uuid),
+                zero_usage: g.zeroed(h.uuid),
             }
         })
-        .collect::<Vec<_>>();
+        .collect();
     let chain_break = match w.stop {
         Stop::MissingParent { child, parent } => {
-            let live = tree.live_count().max(1);
+            let live = g.live_count().max(1);
             Some(ChainBreak {
                 child,
                 parent,
-                pos: t.row(child).expect("walked").pos,
+                pos: g.pos(g.get(child).expect("walked rows are live")),
                 #[expect(clippy::cast_precision_loss, reason = "a ratio for people")]
                 reachable_fraction: chain.len() as f64 / live as f64,
             })
         }
         _ => None,
     };
-    Ok(Resolution {
-        leaf: Some((leaf_id, rule)),
+    Resolution {
+        leaf: Some((leaf_head.uuid, rule)),
         chain,
         stop: Some(w.stop),
         chain_break,
         leaves,
-        session: Some(t.rows[leaf_row].head.session),
-    })
+        session: Some(leaf_head.session),
+    }
 }
 
 /// One leaf with the facts `chainlog leaves` shows.

@@ -19,72 +19,48 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::tree::Tree;
-use crate::transcript::envelope::{Flags, Kind};
+use super::graph::Graph;
+use crate::transcript::envelope::Kind;
 
 /// Returns the chain with orphaned parallel siblings and tool results spliced in.
-pub fn splice_parallel(tree: &Tree<'_>, chain: &[usize]) -> Vec<usize> {
-    let has_group = chain.iter().any(|&i| {
-        let h = &tree.rows[i].head;
-        h.kind == Kind::Assistant && h.message_id.is_some()
-    });
-    if !has_group {
-        return chain.to_vec();
-    }
-    // Groups and tool results over the whole live map, in map order.
-    let mut groups: HashMap<u64, Vec<usize>> = HashMap::new();
-    let mut results_by_parent: HashMap<crate::transcript::id::Id, Vec<usize>> = HashMap::new();
-    for i in 0..tree.rows.len() {
-        if !tree.is_alive(i) {
-            continue;
-        }
-        let h = &tree.rows[i].head;
-        match (h.kind, h.message_id, tree.parent_of(i)) {
-            (Kind::Assistant, Some(mid), _) => groups.entry(mid).or_default().push(i),
-            (Kind::User, _, Some(p)) if h.flags.has(Flags::TOOL_RESULT) => {
-                results_by_parent.entry(p).or_default().push(i);
-            }
-            _ => {}
-        }
-    }
+pub fn splice_parallel(g: &impl Graph, chain: &[usize]) -> Vec<usize> {
     let mut seen: HashSet<usize> = chain.iter().copied().collect();
     let mut anchor_of: HashMap<u64, usize> = HashMap::new();
     for &i in chain {
-        let h = &tree.rows[i].head;
+        let h = g.head(i);
         if let (Kind::Assistant, Some(mid)) = (h.kind, h.message_id) {
             anchor_of.insert(mid, i);
         }
     }
+    if anchor_of.is_empty() {
+        return chain.to_vec();
+    }
     let mut inserts: HashMap<usize, Vec<usize>> = HashMap::new();
     let mut processed = HashSet::new();
     for &i in chain {
-        let h = &tree.rows[i].head;
+        let h = g.head(i);
         let (Kind::Assistant, Some(mid)) = (h.kind, h.message_id) else {
             continue;
         };
         if !processed.insert(mid) {
             continue;
         }
-        let group = &groups[&mid];
-        let mut siblings: Vec<usize> = group
-            .iter()
-            .copied()
-            .filter(|s| !seen.contains(s))
-            .collect();
+        let group = g.group(mid);
+        let mut siblings: Vec<usize> = group.iter().copied().filter(|s| !seen.contains(s)).collect();
         let mut results = Vec::new();
-        for &member in group {
-            if let Some(trs) = results_by_parent.get(&tree.rows[member].head.uuid) {
-                results.extend(trs.iter().copied().filter(|r| !seen.contains(r)));
-            }
+        for &member in &group {
+            let uuid = g.head(member).uuid;
+            results.extend(g.tool_results_of(uuid).into_iter().filter(|r| !seen.contains(r)));
         }
         if siblings.is_empty() && results.is_empty() {
             continue;
         }
-        siblings.sort_by_key(|&s| tree.rows[s].head.timestamp);
-        results.sort_by_key(|&r| tree.rows[r].head.timestamp);
+        // Stable sorts by timestamp: ties keep gathering order (members in map order, each
+        // member's results in map order), as Claude Code's `Array.prototype.sort` does.
+        siblings.sort_by_key(|&s| g.head(s).timestamp);
+        results.sort_by_key(|&r| g.head(r).timestamp);
         let mut recovered = siblings;
         recovered.extend(results);
-        recovered.dedup();
         seen.extend(recovered.iter().copied());
         inserts.insert(anchor_of[&mid], recovered);
     }

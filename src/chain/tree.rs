@@ -17,10 +17,13 @@
 //! | 5 drop | rows before the last boundary | gone unless preserved |
 //! | 6 snip | `r` removed, `c.parent = r`, `r.parent = p` | `c.parent = p` |
 
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 
+use super::graph::Graph;
 use super::scan::{MessageRow, Transcript};
-use crate::transcript::envelope::{Flags, Kind};
+use crate::transcript::envelope::{Flags, Kind, MessageHead};
+use crate::transcript::frame::LinePos;
 use crate::transcript::id::Id;
 
 /// The projected tree of one transcript.
@@ -41,6 +44,10 @@ pub struct Tree<'t> {
     pub dropped_before_boundary: usize,
     /// A live preserved segment whose tail→head walk broke (step 5 changed nothing).
     pub broken_segment: Option<Id>,
+    /// `leafUuid`s of `last-prompt` entries, in file order (set by the caller).
+    pub checkpoints: Vec<Id>,
+    groups: HashMap<u64, Vec<usize>>,
+    results_by_parent: HashMap<Id, Vec<usize>>,
 }
 
 /// Which projections to apply.
@@ -55,7 +62,18 @@ pub enum Projection {
 impl<'t> Tree<'t> {
     /// Builds the tree of a scanned transcript.
     pub fn build(t: &'t Transcript, projection: Projection) -> Tree<'t> {
-        let rows = &t.rows[..];
+        let mut tree = Tree::from_rows(&t.rows, &t.progress, projection);
+        tree.checkpoints = t.metadata.leaf_checkpoints.iter().map(|(id, _)| *id).collect();
+        tree
+    }
+
+    /// Builds the tree from message rows in map order and the legacy progress entries
+    /// (uuid → own parent). The index calls this with rows it stored, the scan with rows it read.
+    pub fn from_rows(
+        rows: &'t [MessageRow],
+        progress: &HashMap<Id, Option<Id>>,
+        projection: Projection,
+    ) -> Tree<'t> {
         let index: HashMap<Id, usize> = rows
             .iter()
             .enumerate()
@@ -71,14 +89,35 @@ impl<'t> Tree<'t> {
             snipped: HashSet::new(),
             dropped_before_boundary: 0,
             broken_segment: None,
+            checkpoints: Vec::new(),
+            groups: HashMap::new(),
+            results_by_parent: HashMap::new(),
         };
-        tree.bridge_progress(&t.progress);
+        tree.bridge_progress(progress);
         if projection == Projection::Resume {
             tree.apply_preserved_segment();
         }
         tree.apply_snips();
         tree.compute_leaves();
+        tree.index_groups();
         tree
+    }
+
+    /// Assistant lines by `message.id` and tool results by effective parent, for the splice.
+    fn index_groups(&mut self) {
+        for i in 0..self.rows.len() {
+            if !self.alive[i] {
+                continue;
+            }
+            let h = &self.rows[i].head;
+            match (h.kind, h.message_id, self.parent[i]) {
+                (Kind::Assistant, Some(mid), _) => self.groups.entry(mid).or_default().push(i),
+                (Kind::User, _, Some(p)) if h.flags.has(Flags::TOOL_RESULT) => {
+                    self.results_by_parent.entry(p).or_default().push(i);
+                }
+                _ => {}
+            }
+        }
     }
 
     /// The row index of a live message.
@@ -86,26 +125,21 @@ impl<'t> Tree<'t> {
         self.index.get(&id).copied().filter(|&i| self.alive[i])
     }
 
-    /// The effective parent of a row.
-    pub fn parent_of(&self, i: usize) -> Option<Id> {
-        self.parent[i]
-    }
-
     /// Whether a row is still in the map.
     pub fn is_alive(&self, i: usize) -> bool {
         self.alive[i]
     }
 
-    /// Number of live messages.
-    pub fn live_count(&self) -> usize {
+    /// Number of live rows.
+    pub fn live_count_all(&self) -> usize {
         self.alive.iter().filter(|a| **a).count()
     }
 
-    /// Rows whose effective parent differs from the one on disk: `(uuid, effective parent)`.
-    pub fn relinked(&self) -> Vec<(Id, Option<Id>)> {
+    /// Live rows whose effective parent differs from the one on disk: `(row, effective parent)`.
+    pub fn relinked(&self) -> Vec<(usize, Option<Id>)> {
         (0..self.rows.len())
             .filter(|&i| self.alive[i] && self.parent[i] != self.rows[i].head.parent)
-            .map(|i| (self.rows[i].head.uuid, self.parent[i]))
+            .map(|i| (i, self.parent[i]))
             .collect()
     }
 
@@ -260,5 +294,41 @@ impl<'t> Tree<'t> {
         }
         leaves.sort_unstable();
         self.leaves = leaves;
+    }
+}
+
+impl Graph for Tree<'_> {
+    fn get(&self, id: Id) -> Option<usize> {
+        Tree::get(self, id)
+    }
+    fn head(&self, i: usize) -> Cow<'_, MessageHead> {
+        Cow::Borrowed(&self.rows[i].head)
+    }
+    fn pos(&self, i: usize) -> LinePos {
+        self.rows[i].pos
+    }
+    fn parent_of(&self, i: usize) -> Option<Id> {
+        self.parent[i]
+    }
+    fn live_count(&self) -> usize {
+        self.live_count_all()
+    }
+    fn leaves(&self) -> Vec<usize> {
+        self.leaves.clone()
+    }
+    fn zeroed(&self, id: Id) -> bool {
+        self.zeroed_usage.contains(&id)
+    }
+    fn group(&self, mid: u64) -> Vec<usize> {
+        self.groups.get(&mid).cloned().unwrap_or_default()
+    }
+    fn tool_results_of(&self, parent: Id) -> Vec<usize> {
+        self.results_by_parent.get(&parent).cloned().unwrap_or_default()
+    }
+    fn all_sidechain(&self) -> bool {
+        self.rows.iter().all(|r| r.head.flags.has(Flags::SIDECHAIN))
+    }
+    fn checkpoints(&self) -> Cow<'_, [Id]> {
+        Cow::Borrowed(&self.checkpoints)
     }
 }

@@ -14,7 +14,6 @@ use std::borrow::Cow;
 use serde::Deserialize;
 use serde::de::{self, IgnoredAny, SeqAccess, Visitor};
 
-use super::frame::LinePos;
 use super::id::{Id, IdNames};
 use super::time::parse_millis;
 
@@ -172,6 +171,8 @@ pub enum LineProblem {
     MissingType,
     /// A message line without a `uuid`.
     MissingUuid,
+    /// NUL bytes (a preallocated or zero-filled region, typically after a crash).
+    Nul,
 }
 
 impl std::fmt::Display for LineProblem {
@@ -181,6 +182,7 @@ impl std::fmt::Display for LineProblem {
             LineProblem::NotAnObject => f.write_str("not an object"),
             LineProblem::MissingType => f.write_str("missing type"),
             LineProblem::MissingUuid => f.write_str("missing uuid"),
+            LineProblem::Nul => f.write_str("nul bytes"),
         }
     }
 }
@@ -430,15 +432,23 @@ pub fn parse_line(bytes: &[u8], names: &mut IdNames) -> ParsedLine {
                     repaired: true,
                 },
                 Err(_) => ParsedLine {
-                    entry: Err(LineProblem::Json(err)),
+                    entry: Err(json_problem(bytes, err)),
                     repaired: false,
                 },
             },
             None => ParsedLine {
-                entry: Err(LineProblem::Json(err)),
+                entry: Err(json_problem(bytes, err)),
                 repaired: false,
             },
         },
+    }
+}
+
+fn json_problem(bytes: &[u8], err: String) -> LineProblem {
+    if memchr::memchr(0, bytes).is_some() {
+        LineProblem::Nul
+    } else {
+        LineProblem::Json(err)
     }
 }
 
@@ -610,7 +620,7 @@ mod tests {
             parse("{\"type\":").entry,
             Err(LineProblem::Json(_))
         ));
-        assert!(matches!(parse("\0\0\0").entry, Err(LineProblem::Json(_))));
+        assert_eq!(parse("\0\0\0").entry, Err(LineProblem::Nul));
         let glued = r#"{"type":"tag","tag":"a"}{"type":"tag","tag":"b"}"#;
         assert!(matches!(parse(glued).entry, Err(LineProblem::Json(_))));
     }

@@ -1,0 +1,37 @@
+//! The questions resolution asks of a projected message tree.
+//!
+//! The reference loader answers them from a full scan ([`super::tree::Tree`]); the index
+//! answers them from redb tables. Steps 8–11 (leaf choice, walk, splice, breaks) are written
+//! once against this trait, so the two paths cannot drift apart in those steps.
+
+use std::borrow::Cow;
+
+use crate::transcript::envelope::MessageHead;
+use crate::transcript::frame::LinePos;
+use crate::transcript::id::Id;
+
+/// A projected message tree. Rows are numbered by map position (`seq`).
+pub trait Graph {
+    /// The row of a live message.
+    fn get(&self, id: Id) -> Option<usize>;
+    /// The envelope of a row.
+    fn head(&self, i: usize) -> Cow<'_, MessageHead>;
+    /// Where the row's line is.
+    fn pos(&self, i: usize) -> LinePos;
+    /// The effective parent of a row (after bridge, relink, snip).
+    fn parent_of(&self, i: usize) -> Option<Id>;
+    /// Number of live rows.
+    fn live_count(&self) -> usize;
+    /// The leaves, in map order.
+    fn leaves(&self) -> Vec<usize>;
+    /// Whether the usage counts of a row are zeroed (live preserved segment).
+    fn zeroed(&self, id: Id) -> bool;
+    /// Live assistant rows sharing `message.id` hash `mid`, in map order.
+    fn group(&self, mid: u64) -> Vec<usize>;
+    /// Live tool-result user rows whose effective parent is `parent`, in map order.
+    fn tool_results_of(&self, parent: Id) -> Vec<usize>;
+    /// Whether every row is a sidechain message (an agent transcript).
+    fn all_sidechain(&self) -> bool;
+    /// `leafUuid`s of `last-prompt` entries, in file order.
+    fn checkpoints(&self) -> Cow<'_, [Id]>;
+}

@@ -1,0 +1,323 @@
+//! Catch-up: bring one transcript's rows up to date by reading only new bytes.
+//!
+//! # Design
+//! Before trusting what is indexed, the file is checked: same identity (device, inode), not
+//! shorter than the indexed length, and the fingerprint of the bytes just before the cursor
+//! (the last complete 64 KiB chunk and the partial chunk after it) unchanged. Any mismatch —
+//! a tombstone truncation, an atomic rewrite, another file at the path — drops the file's rows
+//! and indexes it again from zero: never a blind seek. Then only the bytes from the indexed
+//! length to the last complete line are framed and parsed; a torn tail waits for its `\n`, a
+//! bad line is recorded and skipped, and the cursor always advances.
+//!
+//! Rows are appended in the same map order as the full scan (a duplicate uuid replaces the
+//! row in place). The projections are then re-derived ([`super::derive`]).
+
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
+use std::os::unix::fs::{FileExt, MetadataExt};
+use std::path::Path;
+
+use redb::{ReadableTable, WriteTransaction};
+
+use super::codec::{decode, encode, opt_id};
+use super::schema::{
+    BAD_LINES, CHILDREN, CHUNK_SIZE, CHUNKS, FILES, FileState, META_ENTRIES, MSG_IDS, NAMES, PROGRESS,
+    ROWS, UUIDS,
+};
+use super::stored::StoredMeta;
+use crate::chain::{BadLine, MessageRow};
+use crate::error::{Error, Result};
+use crate::transcript::envelope::{Entry, Flags, Kind, parse_line};
+use crate::transcript::frame::{FrameSummary, Framer};
+use crate::transcript::id::IdNames;
+
+/// What a catch-up did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CatchUp {
+    /// Bytes read and indexed.
+    pub bytes: u64,
+    /// Lines framed.
+    pub lines: u64,
+    /// Why the file was indexed again from zero, if it was.
+    pub reindexed: Option<&'static str>,
+}
+
+/// The identity and size of a transcript now.
+#[derive(Debug, Clone, Copy)]
+pub struct Stat {
+    pub dev: u64,
+    pub ino: u64,
+    pub len: u64,
+    pub mtime_ns: i128,
+}
+
+impl Stat {
+    /// Stats `path` (following no symlink surprises: the file that `open` would read).
+    pub fn of(path: &Path) -> Result<Stat> {
+        let m = std::fs::metadata(path).map_err(|e| Error::io(path, e))?;
+        Ok(Stat::from_meta(&m))
+    }
+
+    fn from_meta(m: &std::fs::Metadata) -> Stat {
+        Stat {
+            dev: m.dev(),
+            ino: m.ino(),
+            len: m.len(),
+            mtime_ns: i128::from(m.mtime()) * 1_000_000_000 + i128::from(m.mtime_nsec()),
+        }
+    }
+
+    /// Whether nothing about the file changed since `state` was written.
+    pub fn unchanged(&self, state: &FileState, complete: bool) -> bool {
+        let len_ok = if complete {
+            self.len == state.indexed_len
+        } else {
+            self.len == state.indexed_len + state.torn_tail.map_or(0, |(_, l)| l)
+        };
+        self.dev == state.dev && self.ino == state.ino && self.mtime_ns == state.mtime_ns && len_ok
+    }
+}
+
+fn hash16(bytes: &[u8]) -> [u8; 16] {
+    let mut out = [0u8; 16];
+    out.copy_from_slice(&blake3::hash(bytes).as_bytes()[..16]);
+    out
+}
+
+/// Whether the indexed prefix of `file` still reads the same.
+fn prefix_matches(txn: &WriteTransaction, file: &File, st: &FileState) -> Result<bool, redb::Error> {
+    let base = st.indexed_len / CHUNK_SIZE * CHUNK_SIZE;
+    let mut tail = vec![0u8; (st.indexed_len - base) as usize];
+    if file.read_exact_at(&mut tail, base).is_err() || hash16(&tail) != st.tail_hash {
+        return Ok(false);
+    }
+    if base >= CHUNK_SIZE {
+        let n = base / CHUNK_SIZE - 1;
+        let chunks = txn.open_table(CHUNKS)?;
+        let Some(want) = chunks.get((st.file, n))?.map(|v| v.value()) else {
+            return Ok(false);
+        };
+        let mut chunk = vec![0u8; CHUNK_SIZE as usize];
+        if file.read_exact_at(&mut chunk, n * CHUNK_SIZE).is_err() || hash16(&chunk) != want {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// Deletes every row of file id `f` from every per-file table.
+pub fn drop_file_rows(txn: &WriteTransaction, f: u32) -> Result<(), redb::Error> {
+    const ZERO: [u8; 16] = [0; 16];
+    const MAX: [u8; 16] = [0xff; 16];
+    txn.open_table(CHUNKS)?.retain_in((f, 0)..=(f, u64::MAX), |_, _| false)?;
+    txn.open_table(ROWS)?.retain_in((f, 0)..=(f, u32::MAX), |_, _| false)?;
+    txn.open_table(UUIDS)?.retain_in((f, ZERO)..=(f, MAX), |_, _| false)?;
+    txn.open_table(CHILDREN)?
+        .retain_in((f, ZERO, 0)..=(f, MAX, u32::MAX), |_, ()| false)?;
+    txn.open_table(MSG_IDS)?
+        .retain_in((f, 0, 0)..=(f, u64::MAX, u32::MAX), |_, ()| false)?;
+    txn.open_table(PROGRESS)?.retain_in((f, ZERO)..=(f, MAX), |_, _| false)?;
+    txn.open_table(NAMES)?.retain_in((f, ZERO)..=(f, MAX), |_, _| false)?;
+    txn.open_table(META_ENTRIES)?.retain_in((f, 0)..=(f, u64::MAX), |_, _| false)?;
+    txn.open_table(BAD_LINES)?.retain_in((f, 0)..=(f, u64::MAX), |_, _| false)?;
+    super::derive::clear(txn, f)?;
+    Ok(())
+}
+
+/// Reads the stored state of `path`, if any (and decodable).
+pub fn file_state(
+    table: &impl ReadableTable<&'static str, &'static [u8]>,
+    path: &str,
+) -> Result<Option<FileState>, redb::Error> {
+    Ok(table.get(path)?.and_then(|v| decode(v.value())))
+}
+
+/// Catches `path` up inside `txn`. Returns what was done and the new state.
+pub fn catch_up(
+    txn: &WriteTransaction,
+    key: &str,
+    path: &Path,
+) -> Result<(CatchUp, FileState), IngestError> {
+    let file = File::open(path).map_err(|e| IngestError::Io(Error::io(path, e)))?;
+    let stat = Stat::from_meta(&file.metadata().map_err(|e| IngestError::Io(Error::io(path, e)))?);
+    let old = file_state(&txn.open_table(FILES)?, key)?;
+    let mut report = CatchUp::default();
+    let mut st = match old {
+        Some(st) if (st.dev, st.ino) != (stat.dev, stat.ino) => {
+            report.reindexed = Some("another file is at this path (identity changed)");
+            restart(txn, st.file)?
+        }
+        Some(st) if stat.len < st.indexed_len => {
+            report.reindexed = Some("the file is shorter than what was indexed (truncated or rewritten)");
+            restart(txn, st.file)?
+        }
+        Some(st) if !prefix_matches(txn, &file, &st)? => {
+            report.reindexed = Some("the bytes before the index cursor changed (rewritten)");
+            restart(txn, st.file)?
+        }
+        Some(st) => st,
+        None => FileState {
+            file: super::open::next_file_id(txn)?,
+            ..FileState::default()
+        },
+    };
+    st.dev = stat.dev;
+    st.ino = stat.ino;
+    st.mtime_ns = stat.mtime_ns;
+    if stat.len > st.indexed_len {
+        let before = st.indexed_len;
+        let summary = ingest_from(txn, &file, &mut st, stat.len)?;
+        report.bytes = summary.complete_len - before;
+        report.lines = summary.lines;
+        st.torn_tail = summary.torn_tail;
+        update_fingerprint(txn, &file, &mut st, before, summary.complete_len)?;
+        st.indexed_len = summary.complete_len;
+        st.lines += summary.lines;
+        if summary.lines > 0 {
+            super::derive::derive(txn, &mut st)?;
+        }
+    }
+    txn.open_table(FILES)?.insert(key, encode(&st).as_slice())?;
+    Ok((report, st))
+}
+
+fn restart(txn: &WriteTransaction, f: u32) -> Result<FileState, redb::Error> {
+    drop_file_rows(txn, f)?;
+    Ok(FileState {
+        file: f,
+        ..FileState::default()
+    })
+}
+
+/// Hashes complete chunks between `from` and `to` and the partial tail chunk at `to`.
+fn update_fingerprint(
+    txn: &WriteTransaction,
+    file: &File,
+    st: &mut FileState,
+    from: u64,
+    to: u64,
+) -> Result<(), IngestError> {
+    let mut chunks = txn.open_table(CHUNKS)?;
+    let mut n = from / CHUNK_SIZE;
+    let mut buf = vec![0u8; CHUNK_SIZE as usize];
+    while (n + 1) * CHUNK_SIZE <= to {
+        file.read_exact_at(&mut buf, n * CHUNK_SIZE)
+            .map_err(|e| IngestError::Io(Error::io("transcript", e)))?;
+        chunks.insert((st.file, n), hash16(&buf))?;
+        n += 1;
+    }
+    let base = to / CHUNK_SIZE * CHUNK_SIZE;
+    let tail = &mut buf[..(to - base) as usize];
+    file.read_exact_at(tail, base)
+        .map_err(|e| IngestError::Io(Error::io("transcript", e)))?;
+    st.tail_hash = hash16(tail);
+    Ok(())
+}
+
+/// Frames and stores the lines between `st.indexed_len` and `len`.
+fn ingest_from(
+    txn: &WriteTransaction,
+    file: &File,
+    st: &mut FileState,
+    len: u64,
+) -> Result<FrameSummary, IngestError> {
+    let mut rows = txn.open_table(ROWS)?;
+    let mut uuids = txn.open_table(UUIDS)?;
+    let mut children = txn.open_table(CHILDREN)?;
+    let mut msg_ids = txn.open_table(MSG_IDS)?;
+    let mut progress = txn.open_table(PROGRESS)?;
+    let mut names_t = txn.open_table(NAMES)?;
+    let mut metas = txn.open_table(META_ENTRIES)?;
+    let mut bad = txn.open_table(BAD_LINES)?;
+    let f = st.file;
+    let mut names = IdNames::default();
+    let mut failure: Option<redb::Error> = None;
+    let mut reader = file;
+    reader
+        .seek(SeekFrom::Start(st.indexed_len))
+        .map_err(|e| IngestError::Io(Error::io("transcript", e)))?;
+    let framer = Framer::resume_at(st.indexed_len, st.lines);
+    let summary = framer
+        .frame_reader(reader.take(len - st.indexed_len), |line| {
+            if failure.is_some() {
+                return;
+            }
+            let parsed = parse_line(line.bytes, &mut names);
+            let pos = line.pos;
+            let r: Result<(), redb::Error> = (|| {
+                match parsed.entry {
+                    Err(problem) => {
+                        bad.insert((f, pos.line), encode(&BadLine { pos, problem }).as_slice())?;
+                    }
+                    Ok(Entry::Meta(meta)) => {
+                        if let (true, Some(leaf)) = (meta.ty == "last-prompt", meta.leaf) {
+                            st.checkpoint = Some(leaf);
+                        }
+                        metas.insert((f, pos.line), encode(&StoredMeta::Entry(meta, pos)).as_slice())?;
+                    }
+                    Ok(Entry::Message(head)) if head.kind == Kind::Progress => {
+                        progress.insert((f, head.uuid.0), opt_id(head.parent).as_slice())?;
+                    }
+                    Ok(Entry::Message(head)) => {
+                        if head.flags.has(Flags::COMPACT_BOUNDARY) {
+                            metas.insert((f, pos.line), encode(&StoredMeta::Boundary).as_slice())?;
+                        }
+                        let existing = uuids.get((f, head.uuid.0))?.map(|v| v.value());
+                        let seq = if let Some(seq) = existing {
+                            // A duplicate replaces the value and keeps the first position.
+                            if let Some(old) = rows.get((f, seq))?.and_then(|v| decode::<MessageRow>(v.value())) {
+                                if let Some(p) = old.head.parent {
+                                    children.remove((f, p.0, seq))?;
+                                }
+                                if let Some(mid) = old.head.message_id {
+                                    msg_ids.remove((f, mid, seq))?;
+                                }
+                            }
+                            seq
+                        } else {
+                            let seq = st.rows;
+                            st.rows += 1;
+                            uuids.insert((f, head.uuid.0), seq)?;
+                            seq
+                        };
+                        if let Some(p) = head.parent {
+                            children.insert((f, p.0, seq), ())?;
+                        }
+                        if let (Kind::Assistant, Some(mid)) = (head.kind, head.message_id) {
+                            msg_ids.insert((f, mid, seq), ())?;
+                        }
+                        rows.insert((f, seq), encode(&MessageRow { head, pos }).as_slice())?;
+                    }
+                }
+                Ok(())
+            })();
+            if let Err(e) = r {
+                failure = Some(e);
+            }
+        })
+        .map_err(|e| IngestError::Io(Error::io("transcript", e)))?;
+    if let Some(e) = failure {
+        return Err(e.into());
+    }
+    for (id, text) in names.iter() {
+        names_t.insert((f, id.0), text)?;
+    }
+    Ok(summary)
+}
+
+/// A catch-up failure: the index (retry or rebuild) or the transcript (report).
+#[derive(Debug)]
+pub enum IngestError {
+    /// Reading the transcript failed.
+    Io(Error),
+    /// The index failed.
+    Db(redb::Error),
+    /// A stored value does not decode: the index is damaged.
+    Damaged,
+}
+
+impl<E: Into<redb::Error>> From<E> for IngestError {
+    fn from(e: E) -> Self {
+        IngestError::Db(e.into())
+    }
+}

@@ -1,0 +1,277 @@
+//! The redb index sidecar: one database per project directory, caught up by tailing.
+//!
+//! # Context
+//! The JSONL is the truth; the index is a disposable cache that makes a resume read only the
+//! chain it returns. Any index state may be missing, stale, damaged or from another schema
+//! version: [`Store`] detects it (file identity, length, prefix fingerprint, schema version,
+//! value checksums) and rebuilds, and if the index cannot be used at all it answers from the
+//! transcript with the reference loader (slow but right).
+//!
+//! # Design
+//! | module | job |
+//! |---|---|
+//! | [`schema`] | tables, [`schema::INDEX_SCHEMA_VERSION`], per-file state |
+//! | [`open`] | opening in redb's multi-writer mode, retries, wipe on damage or version |
+//! | [`ingest`] | catch-up: verify the prefix, frame and store only new lines |
+//! | [`derive`] | re-derive the projections with the reference code over stored rows |
+//! | [`query`] | the [`Graph`](crate::chain::Graph) of one file read row by row |
+//! | [`verify`] | compare index answers with a full scan |
+
+pub mod codec;
+pub mod derive;
+pub mod ingest;
+pub mod open;
+pub mod query;
+pub mod schema;
+pub mod stored;
+pub mod verify;
+
+use std::cell::OnceCell;
+use std::path::{Path, PathBuf};
+
+use redb::{ReadableDatabase, ReadableTable as _};
+
+use crate::chain::{
+    BadLine, Projection, ResolveOptions, Resolution, Transcript, Tree, resolve, resolve_graph,
+};
+use crate::error::{Error, Result};
+use crate::transcript::id::IdNames;
+use ingest::{CatchUp, IngestError, Stat};
+use open::IndexDb;
+use query::IndexGraph;
+use schema::{BAD_LINES, FILES, FileState, PROGRESS, ROWS};
+
+/// Where an answer came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    /// The index (caught up first).
+    Index,
+    /// A full scan of the transcript, and why the index was not used.
+    Transcript(String),
+}
+
+/// A resolved chain with what is needed to read and print it.
+#[derive(Debug, Clone)]
+pub struct Answer {
+    /// The chain and leaves.
+    pub resolution: Resolution,
+    /// Texts of non-UUID ids.
+    pub names: IdNames,
+    /// Lines skipped in the transcript.
+    pub bad_lines: Vec<BadLine>,
+    /// Unterminated last line, not read yet: `(offset, len)`.
+    pub torn_tail: Option<(u64, u64)>,
+    /// Where the answer came from.
+    pub source: Source,
+}
+
+/// Transcripts and their index sidecars.
+#[derive(Debug, Clone)]
+pub struct Store {
+    index_dir: PathBuf,
+}
+
+impl Store {
+    /// A store keeping its sidecars in `index_dir`.
+    pub fn new(index_dir: impl Into<PathBuf>) -> Store {
+        Store {
+            index_dir: index_dir.into(),
+        }
+    }
+
+    /// The default sidecar folder: `$XDG_CACHE_HOME/chainlog`, else `~/.cache/chainlog`.
+    pub fn default_index_dir() -> PathBuf {
+        std::env::var_os("XDG_CACHE_HOME")
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute())
+            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+            .unwrap_or_else(std::env::temp_dir)
+            .join("chainlog")
+    }
+
+    /// The sidecar that indexes `transcript`: one per project directory (the folder under
+    /// `projects/`, or the transcript's folder).
+    pub fn db_path(&self, transcript: &Path) -> PathBuf {
+        let abs = std::fs::canonicalize(transcript).unwrap_or_else(|_| transcript.to_path_buf());
+        let project = abs
+            .ancestors()
+            .find(|a| {
+                a.parent()
+                    .and_then(Path::file_name)
+                    .is_some_and(|n| n == "projects")
+            })
+            .or_else(|| abs.parent())
+            .unwrap_or(&abs)
+            .to_path_buf();
+        let name: String = project
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default()
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' })
+            .take(48)
+            .collect();
+        let hash = blake3::hash(project.as_os_str().as_encoded_bytes());
+        self.index_dir
+            .join(format!("{name}-{}.redb", &hash.to_hex()[..16]))
+    }
+
+    fn key(transcript: &Path) -> String {
+        std::fs::canonicalize(transcript)
+            .unwrap_or_else(|_| transcript.to_path_buf())
+            .to_string_lossy()
+            .into_owned()
+    }
+
+    /// Catches the index of `transcript` up with its new bytes.
+    pub fn catch_up(&self, transcript: &Path) -> Result<CatchUp> {
+        let db = IndexDb::open(&self.db_path(transcript))?;
+        Ok(self.catch_up_in(&db, transcript)?.0)
+    }
+
+    fn catch_up_in(&self, db: &IndexDb, transcript: &Path) -> Result<(CatchUp, FileState)> {
+        let key = Self::key(transcript);
+        let stat = Stat::of(transcript)?;
+        // Fast path: nothing changed since the last catch-up (a stat, no write transaction).
+        if let Some(st) = self.state(db, &key)? {
+            if stat.unchanged(&st, false) {
+                return Ok((CatchUp::default(), st));
+            }
+        }
+        for attempt in 0..2 {
+            let txn = db.db.begin_write().map_err(|e| db.err(e))?;
+            match ingest::catch_up(&txn, &key, transcript) {
+                Ok(done) => {
+                    txn.commit().map_err(|e| db.err(e))?;
+                    return Ok(done);
+                }
+                Err(IngestError::Io(e)) => return Err(e),
+                Err(IngestError::Db(e)) if attempt > 0 => return Err(db.err(e)),
+                Err(IngestError::Damaged) if attempt > 0 => {
+                    return Err(db.err("stored rows do not decode after a rebuild"));
+                }
+                Err(_) => {
+                    // Damaged: start this index over.
+                    drop(txn);
+                    db.wipe()?;
+                }
+            }
+        }
+        unreachable!("the loop returns")
+    }
+
+    fn state(&self, db: &IndexDb, key: &str) -> Result<Option<FileState>> {
+        let txn = db.db.begin_read().map_err(|e| db.err(e))?;
+        let files = match txn.open_table(FILES) {
+            Ok(t) => t,
+            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(None),
+            Err(e) => return Err(db.err(e)),
+        };
+        ingest::file_state(&files, key).map_err(|e| db.err(e))
+    }
+
+    /// Drops what the index knows about `transcript` and indexes it again from zero.
+    pub fn rebuild(&self, transcript: &Path) -> Result<CatchUp> {
+        let db = IndexDb::open(&self.db_path(transcript))?;
+        let key = Self::key(transcript);
+        let txn = db.db.begin_write().map_err(|e| db.err(e))?;
+        {
+            let mut files = txn.open_table(FILES).map_err(|e| db.err(e))?;
+            let old = ingest::file_state(&files, &key).map_err(|e| db.err(e))?;
+            if let Some(st) = old {
+                files.remove(key.as_str()).map_err(|e| db.err(e))?;
+                drop(files);
+                ingest::drop_file_rows(&txn, st.file).map_err(|e| db.err(e))?;
+            }
+        }
+        txn.commit().map_err(|e| db.err(e))?;
+        Ok(self.catch_up_in(&db, transcript)?.0)
+    }
+
+    /// Resolves the chain of `transcript`, from the index when it can be used.
+    pub fn resolve(&self, transcript: &Path, opts: ResolveOptions) -> Result<Answer> {
+        match self.resolve_indexed(transcript, opts) {
+            Ok(Some(a)) => Ok(a),
+            Ok(None) => reference(transcript, opts, "the index was damaged".into()),
+            Err(e @ (Error::Io { .. } | Error::NotFound(_))) => Err(e),
+            Err(Error::BadEntry { .. } | Error::InvalidId { .. }) => unreachable!("not produced here"),
+            Err(e) => reference(transcript, opts, e.to_string()),
+        }
+    }
+
+    /// The index answer, or `None` when the index turned out damaged (after one rebuild).
+    pub fn resolve_indexed(&self, transcript: &Path, opts: ResolveOptions) -> Result<Option<Answer>> {
+        let db = IndexDb::open(&self.db_path(transcript))?;
+        for _ in 0..2 {
+            let (_, st) = self.catch_up_in(&db, transcript)?;
+            let txn = db.db.begin_read().map_err(|e| db.err(e))?;
+            let f = st.file;
+            let names = IndexGraph::names(&txn, f).map_err(|e| db.err(e))?;
+            let torn_tail = st.torn_tail;
+            let graph = IndexGraph::new(&txn, st).map_err(|e| db.err(e))?;
+            let full_rows = OnceCell::new();
+            let loaded_ok = std::cell::Cell::new(true);
+            let res = resolve_graph(&graph, opts, &names, || {
+                let (rows, progress) = full_rows.get_or_init(|| {
+                    let rows_t = txn.open_table(ROWS).ok();
+                    let prog_t = txn.open_table(PROGRESS).ok();
+                    match (rows_t, prog_t) {
+                        (Some(r), Some(p)) => match derive::load_rows(&r, &p, f) {
+                            Ok(Ok(v)) => v,
+                            _ => {
+                                loaded_ok.set(false);
+                                Default::default()
+                            }
+                        },
+                        _ => {
+                            loaded_ok.set(false);
+                            Default::default()
+                        }
+                    }
+                });
+                Tree::from_rows(rows, progress, Projection::Full)
+            });
+            if *graph.damaged.borrow() || !loaded_ok.get() {
+                drop(graph);
+                drop(txn);
+                db.wipe()?;
+                continue;
+            }
+            let res = res.map_err(|e| Error::NotFound(format!("{}: {e}", transcript.display())))?;
+            let bad_lines = bad_lines(&txn, f).map_err(|e| db.err(e))?;
+            return Ok(Some(Answer {
+                resolution: res,
+                names,
+                bad_lines,
+                torn_tail,
+                source: Source::Index,
+            }));
+        }
+        Ok(None)
+    }
+}
+
+fn bad_lines(txn: &redb::ReadTransaction, f: u32) -> Result<Vec<BadLine>, redb::Error> {
+    let t = txn.open_table(BAD_LINES)?;
+    let mut out = Vec::new();
+    for item in t.range((f, 0)..=(f, u64::MAX))? {
+        let (_, v) = item?;
+        if let Some(b) = codec::decode(v.value()) {
+            out.push(b);
+        }
+    }
+    Ok(out)
+}
+
+/// The reference answer: a full scan of the transcript.
+pub fn reference(transcript: &Path, opts: ResolveOptions, why: String) -> Result<Answer> {
+    let t = Transcript::open(transcript).map_err(|e| Error::io(transcript, e))?;
+    let res = resolve(&t, opts).map_err(|e| Error::NotFound(format!("{}: {e}", transcript.display())))?;
+    Ok(Answer {
+        resolution: res,
+        names: t.names.clone(),
+        bad_lines: t.bad_lines.clone(),
+        torn_tail: t.frame.torn_tail,
+        source: Source::Transcript(why),
+    })
+}

@@ -1,0 +1,153 @@
+//! Opening a project's index database.
+//!
+//! # Design
+//! redb 4.6 offers `ConcurrencyMode::MultiWriter`: any number of processes may hold the
+//! database open read-write at once, with one write transaction at a time (others block
+//! briefly in `begin_write`). Every chainlog process opens in that mode, so a `resume` and an
+//! `index` running together both succeed. An open that still fails (a foreign process holding
+//! the file exclusively, a lock-protocol mismatch) is retried with bounded backoff; the caller
+//! then answers from the transcript instead (slow but right).
+//!
+//! A database that redb cannot open (truncated, corrupted) or that carries another
+//! [`INDEX_SCHEMA_VERSION`] is disposable: it is deleted or emptied and rebuilt.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use redb::{ConcurrencyMode, Database, DatabaseError, ReadableDatabase, ReadableTable};
+
+use super::schema::{self, INDEX_SCHEMA_VERSION, META};
+use crate::error::{Error, Result};
+
+/// Attempts before giving up on a busy database; backoff doubles from 2 ms (≈ 1 s in all).
+const OPEN_ATTEMPTS: u32 = 9;
+
+/// An open project index.
+pub struct IndexDb {
+    /// The database file.
+    pub path: PathBuf,
+    /// The redb handle.
+    pub db: Database,
+    /// Whether the database was (re)created empty by this open.
+    pub fresh: bool,
+}
+
+fn index_error(path: &Path, e: impl std::fmt::Display) -> Error {
+    Error::Index {
+        path: path.to_path_buf(),
+        message: e.to_string(),
+    }
+}
+
+fn builder() -> redb::Builder {
+    let mut b = Database::builder();
+    b.set_concurrency_mode(ConcurrencyMode::MultiWriter);
+    b
+}
+
+impl IndexDb {
+    /// Opens (creating if needed) the index at `path`, rebuilding it if it is damaged or
+    /// from another schema version.
+    pub fn open(path: &Path) -> Result<IndexDb> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+        }
+        let mut fresh = !path.exists();
+        let mut delay = Duration::from_millis(2);
+        let mut attempt = 0;
+        let db = loop {
+            attempt += 1;
+            match builder().create(path) {
+                Ok(db) => break db,
+                Err(DatabaseError::DatabaseAlreadyOpen | DatabaseError::LockProtocolMismatch)
+                    if attempt < OPEN_ATTEMPTS =>
+                {
+                    std::thread::sleep(delay);
+                    delay *= 2;
+                }
+                Err(e @ (DatabaseError::DatabaseAlreadyOpen | DatabaseError::LockProtocolMismatch)) => {
+                    return Err(index_error(path, format!("busy: {e}")));
+                }
+                Err(e) if attempt < OPEN_ATTEMPTS => {
+                    // Damaged or foreign: the index is a cache, start over.
+                    let _ = e;
+                    std::fs::remove_file(path).map_err(|e| Error::io(path, e))?;
+                    fresh = true;
+                }
+                Err(e) => return Err(index_error(path, e)),
+            }
+        };
+        let mut idx = IndexDb {
+            path: path.to_path_buf(),
+            db,
+            fresh,
+        };
+        idx.check_schema()?;
+        Ok(idx)
+    }
+
+    /// Empties the database unless it carries [`INDEX_SCHEMA_VERSION`].
+    fn check_schema(&mut self) -> Result<()> {
+        let current = self.read_schema();
+        if current == Some(INDEX_SCHEMA_VERSION) {
+            return Ok(());
+        }
+        self.wipe()?;
+        self.fresh = true;
+        Ok(())
+    }
+
+    fn read_schema(&self) -> Option<u32> {
+        let txn = self.db.begin_read().ok()?;
+        let table = txn.open_table(META).ok()?;
+        let v = table.get("schema").ok()??;
+        let bytes: [u8; 4] = v.value().try_into().ok()?;
+        Some(u32::from_le_bytes(bytes))
+    }
+
+    /// Drops every table and writes the schema version.
+    pub fn wipe(&self) -> Result<()> {
+        let err = |e: &dyn std::fmt::Display| index_error(&self.path, e);
+        let txn = self.db.begin_write().map_err(|e| err(&e))?;
+        {
+            let tables: Vec<redb::UntypedTableHandle> =
+                txn.list_tables().map_err(|e| err(&e))?.collect();
+            for handle in tables {
+                txn.delete_table(handle).map_err(|e| err(&e))?;
+            }
+            schema::create_all(&txn).map_err(|e| err(&e))?;
+            let mut meta = txn.open_table(META).map_err(|e| err(&e))?;
+            meta.insert("schema", INDEX_SCHEMA_VERSION.to_le_bytes().as_slice())
+                .map_err(|e| err(&e))?;
+            meta.insert("next_file", 0u32.to_le_bytes().as_slice())
+                .map_err(|e| err(&e))?;
+        }
+        txn.commit().map_err(|e| err(&e))?;
+        Ok(())
+    }
+
+    /// Wraps a redb error with this index's path.
+    pub fn err(&self, e: impl std::fmt::Display) -> Error {
+        index_error(&self.path, e)
+    }
+}
+
+/// Allocates a new file id inside a write transaction.
+pub fn next_file_id(txn: &redb::WriteTransaction) -> std::result::Result<u32, redb::Error> {
+    let mut meta = txn.open_table(schema::META)?;
+    let id = meta
+        .get("next_file")?
+        .and_then(|v| <[u8; 4]>::try_from(v.value()).ok())
+        .map_or(0, u32::from_le_bytes);
+    meta.insert("next_file", (id + 1).to_le_bytes().as_slice())?;
+    Ok(id)
+}
+
+/// Reads a schema version without opening for writes (for tests and `verify`).
+pub fn schema_of(path: &Path) -> Option<u32> {
+    let db = builder().open_read_only(path).ok()?;
+    let txn = db.begin_read().ok()?;
+    let table = txn.open_table(META).ok()?;
+    let v = table.get("schema").ok()??;
+    Some(u32::from_le_bytes(v.value().try_into().ok()?))
+}

@@ -1,0 +1,259 @@
+//! Answering from the index: the [`Graph`] of one file read from redb, row by row.
+//!
+//! A resume touches the rows of its chain (a point lookup each), the leaves, and — for the
+//! parallel tool-result splice — the `message.id` groups and tool results of the assistants
+//! on the chain. Nothing is proportional to the file.
+
+use std::borrow::Cow;
+use std::cell::RefCell;
+use std::collections::HashMap;
+
+use redb::{ReadOnlyTable, ReadTransaction, ReadableTable};
+
+use super::codec::{decode, read_opt_id};
+use super::schema::{
+    CHILDREN, DERIVED, FileState, MSG_IDS, NAMES, REPARENTED, ROWS, UUIDS, derived,
+};
+use crate::chain::{Graph, MessageRow};
+use crate::transcript::envelope::{Flags, Kind, MessageHead};
+use crate::transcript::frame::LinePos;
+use crate::transcript::id::{Id, IdNames};
+
+const ZERO: [u8; 16] = [0; 16];
+const MAX: [u8; 16] = [0xff; 16];
+
+/// The projected tree of one indexed file.
+pub struct IndexGraph {
+    st: FileState,
+    rows: ReadOnlyTable<(u32, u32), &'static [u8]>,
+    uuids: ReadOnlyTable<(u32, [u8; 16]), u32>,
+    children: ReadOnlyTable<(u32, [u8; 16], u32), ()>,
+    msg_ids: ReadOnlyTable<(u32, u64, u32), ()>,
+    derived: ReadOnlyTable<(u32, u8, [u8; 16]), &'static [u8]>,
+    reparented: ReadOnlyTable<(u32, [u8; 16], u32), ()>,
+    cache: RefCell<HashMap<usize, MessageRow>>,
+    /// Set when a stored value did not decode: the answer must not be trusted.
+    pub damaged: RefCell<bool>,
+}
+
+impl IndexGraph {
+    /// Opens the tables of `st.file` in `txn`.
+    pub fn new(txn: &ReadTransaction, st: FileState) -> Result<IndexGraph, redb::Error> {
+        Ok(IndexGraph {
+            st,
+            rows: txn.open_table(ROWS)?,
+            uuids: txn.open_table(UUIDS)?,
+            children: txn.open_table(CHILDREN)?,
+            msg_ids: txn.open_table(MSG_IDS)?,
+            derived: txn.open_table(DERIVED)?,
+            reparented: txn.open_table(REPARENTED)?,
+            cache: RefCell::new(HashMap::new()),
+            damaged: RefCell::new(false),
+        })
+    }
+
+    fn f(&self) -> u32 {
+        self.st.file
+    }
+
+    fn damage(&self) {
+        *self.damaged.borrow_mut() = true;
+    }
+
+    fn row(&self, i: usize) -> MessageRow {
+        if let Some(r) = self.cache.borrow().get(&i) {
+            return r.clone();
+        }
+        let seq = u32::try_from(i).unwrap_or(u32::MAX);
+        let row = self
+            .rows
+            .get((self.f(), seq))
+            .ok()
+            .flatten()
+            .and_then(|v| decode::<MessageRow>(v.value()));
+        let Some(row) = row else {
+            self.damage();
+            return placeholder();
+        };
+        self.cache.borrow_mut().insert(i, row.clone());
+        row
+    }
+
+    fn has_derived(&self, kind: u8, id: Id) -> bool {
+        match self.derived.get((self.f(), kind, id.0)) {
+            Ok(v) => v.is_some(),
+            Err(_) => {
+                self.damage();
+                false
+            }
+        }
+    }
+
+    fn seqs<K>(&self, iter: Result<redb::Range<'static, K, ()>, redb::StorageError>, seq_of: impl Fn(K::SelfType<'_>) -> u32) -> Vec<usize>
+    where
+        K: redb::Key + 'static,
+    {
+        let Ok(iter) = iter else {
+            self.damage();
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for item in iter {
+            match item {
+                Ok((k, _)) => out.push(seq_of(k.value()) as usize),
+                Err(_) => {
+                    self.damage();
+                    return Vec::new();
+                }
+            }
+        }
+        out
+    }
+
+    /// Texts of non-UUID ids of this file.
+    pub fn names(txn: &ReadTransaction, f: u32) -> Result<IdNames, redb::Error> {
+        let t = txn.open_table(NAMES)?;
+        let mut names = IdNames::default();
+        for item in t.range((f, ZERO)..=(f, MAX))? {
+            let (_, v) = item?;
+            names.intern(v.value());
+        }
+        Ok(names)
+    }
+}
+
+/// Stands in for an undecodable row; the graph is marked damaged and the answer discarded.
+fn placeholder() -> MessageRow {
+    MessageRow {
+        head: MessageHead {
+            uuid: Id([0; 16]),
+            parent: None,
+            logical_parent: None,
+            kind: Kind::System,
+            flags: Flags(0),
+            timestamp: i64::MIN,
+            message_id: None,
+            session: 0,
+            source_tool_assistant: None,
+            preserved: None,
+            snip_removed: Vec::new(),
+        },
+        pos: LinePos {
+            line: 0,
+            offset: 0,
+            len: 0,
+        },
+    }
+}
+
+impl Graph for IndexGraph {
+    fn get(&self, id: Id) -> Option<usize> {
+        let seq = match self.uuids.get((self.f(), id.0)) {
+            Ok(v) => v?.value(),
+            Err(_) => {
+                self.damage();
+                return None;
+            }
+        };
+        if self.has_derived(derived::DEAD, id) {
+            return None;
+        }
+        Some(seq as usize)
+    }
+
+    fn head(&self, i: usize) -> Cow<'_, MessageHead> {
+        Cow::Owned(self.row(i).head)
+    }
+
+    fn pos(&self, i: usize) -> LinePos {
+        self.row(i).pos
+    }
+
+    fn parent_of(&self, i: usize) -> Option<Id> {
+        let row = self.row(i);
+        match self.derived.get((self.f(), derived::PARENT, row.head.uuid.0)) {
+            Ok(Some(v)) => read_opt_id(v.value()).unwrap_or_else(|()| {
+                self.damage();
+                None
+            }),
+            Ok(None) => row.head.parent,
+            Err(_) => {
+                self.damage();
+                None
+            }
+        }
+    }
+
+    fn live_count(&self) -> usize {
+        self.st.live_rows as usize
+    }
+
+    fn leaves(&self) -> Vec<usize> {
+        let Ok(iter) = self
+            .derived
+            .range((self.f(), derived::LEAF, ZERO)..=(self.f(), derived::LEAF, MAX))
+        else {
+            self.damage();
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for item in iter {
+            let Ok((_, v)) = item else {
+                self.damage();
+                return Vec::new();
+            };
+            match <[u8; 4]>::try_from(v.value()) {
+                Ok(b) => out.push(u32::from_le_bytes(b) as usize),
+                Err(_) => self.damage(),
+            }
+        }
+        out.sort_unstable();
+        out
+    }
+
+    fn zeroed(&self, id: Id) -> bool {
+        self.has_derived(derived::ZEROED, id)
+    }
+
+    fn group(&self, mid: u64) -> Vec<usize> {
+        let f = self.f();
+        let seqs = self.seqs(self.msg_ids.range((f, mid, 0)..=(f, mid, u32::MAX)), |k| k.2);
+        seqs.into_iter()
+            .filter(|&i| {
+                let h = self.row(i).head;
+                h.kind == Kind::Assistant && self.get(h.uuid) == Some(i)
+            })
+            .collect()
+    }
+
+    fn tool_results_of(&self, parent: Id) -> Vec<usize> {
+        let f = self.f();
+        let mut seqs = self.seqs(
+            self.children.range((f, parent.0, 0)..=(f, parent.0, u32::MAX)),
+            |k| k.2,
+        );
+        seqs.extend(self.seqs(
+            self.reparented.range((f, parent.0, 0)..=(f, parent.0, u32::MAX)),
+            |k| k.2,
+        ));
+        seqs.sort_unstable();
+        seqs.dedup();
+        seqs.into_iter()
+            .filter(|&i| {
+                let h = self.row(i).head;
+                h.kind == Kind::User
+                    && h.flags.has(Flags::TOOL_RESULT)
+                    && self.get(h.uuid) == Some(i)
+                    && self.parent_of(i) == Some(parent)
+            })
+            .collect()
+    }
+
+    fn all_sidechain(&self) -> bool {
+        self.st.main_rows == 0
+    }
+
+    fn checkpoints(&self) -> Cow<'_, [Id]> {
+        Cow::Owned(self.st.checkpoint.into_iter().collect())
+    }
+}

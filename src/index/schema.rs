@@ -1,0 +1,107 @@
+//! The index schema: one redb database per project directory.
+//!
+//! Every table is keyed by a `file` id first (a project holds many transcripts); a file's
+//! rows can be dropped with one range delete. Values are rmp-serde blobs or fixed bytes.
+//!
+//! | table | key | value | what |
+//! |---|---|---|---|
+//! | `meta` | name | bytes | `schema` version, `next_file` id |
+//! | `files` | path | [`FileState`] | identity, indexed length, lines, fingerprint, derived scalars |
+//! | `chunks` | (file, chunk no.) | blake3/16 | fingerprint of each complete 64 KiB chunk |
+//! | `rows` | (file, seq) | [`MessageRow`](crate::chain::MessageRow) | one per uuid, in map order |
+//! | `uuids` | (file, uuid) | seq | uuid → row |
+//! | `children` | (file, parent, seq) | () | on-disk parent edges |
+//! | `msg_ids` | (file, `message.id` hash, seq) | () | assistant lines of one response |
+//! | `progress` | (file, uuid) | parent | legacy progress entries |
+//! | `names` | (file, uuid) | text | ids that are not UUIDs |
+//! | `meta_entries` | (file, line) | [`MetaEntry`](crate::transcript::envelope::MetaEntry) | metadata lines (re-merged on read) |
+//! | `bad_lines` | (file, line) | [`BadLine`](crate::chain::BadLine) | skipped lines |
+//! | `derived` | (file, kind, uuid) | parent | the projections: re-pointed parents, dead rows, leaves, zeroed usage |
+//! | `reparented` | (file, effective parent, seq) | () | reverse of re-pointed parents |
+//! | `facts` | path | bytes | picker facts of a session (cached) |
+
+use redb::TableDefinition;
+
+/// The index layout version. An index with another version is rebuilt.
+///
+/// History:
+/// - 1: first layout.
+pub const INDEX_SCHEMA_VERSION: u32 = 1;
+
+/// Size of a fingerprint chunk.
+pub const CHUNK_SIZE: u64 = 64 * 1024;
+
+pub const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
+pub const FILES: TableDefinition<&str, &[u8]> = TableDefinition::new("files");
+pub const CHUNKS: TableDefinition<(u32, u64), [u8; 16]> = TableDefinition::new("chunks");
+pub const ROWS: TableDefinition<(u32, u32), &[u8]> = TableDefinition::new("rows");
+pub const UUIDS: TableDefinition<(u32, [u8; 16]), u32> = TableDefinition::new("uuids");
+pub const CHILDREN: TableDefinition<(u32, [u8; 16], u32), ()> = TableDefinition::new("children");
+pub const MSG_IDS: TableDefinition<(u32, u64, u32), ()> = TableDefinition::new("msg_ids");
+pub const PROGRESS: TableDefinition<(u32, [u8; 16]), &[u8]> = TableDefinition::new("progress");
+pub const NAMES: TableDefinition<(u32, [u8; 16]), &str> = TableDefinition::new("names");
+pub const META_ENTRIES: TableDefinition<(u32, u64), &[u8]> = TableDefinition::new("meta_entries");
+pub const BAD_LINES: TableDefinition<(u32, u64), &[u8]> = TableDefinition::new("bad_lines");
+pub const DERIVED: TableDefinition<(u32, u8, [u8; 16]), &[u8]> = TableDefinition::new("derived");
+pub const REPARENTED: TableDefinition<(u32, [u8; 16], u32), ()> = TableDefinition::new("reparented");
+pub const FACTS: TableDefinition<&str, &[u8]> = TableDefinition::new("facts");
+
+/// Creates every table, so readers never meet a missing one.
+pub fn create_all(txn: &redb::WriteTransaction) -> Result<(), redb::TableError> {
+    txn.open_table(META)?;
+    txn.open_table(FILES)?;
+    txn.open_table(CHUNKS)?;
+    txn.open_table(ROWS)?;
+    txn.open_table(UUIDS)?;
+    txn.open_table(CHILDREN)?;
+    txn.open_table(MSG_IDS)?;
+    txn.open_table(PROGRESS)?;
+    txn.open_table(NAMES)?;
+    txn.open_table(META_ENTRIES)?;
+    txn.open_table(BAD_LINES)?;
+    txn.open_table(DERIVED)?;
+    txn.open_table(REPARENTED)?;
+    txn.open_table(FACTS)?;
+    Ok(())
+}
+
+/// Kinds of rows in [`DERIVED`].
+pub mod derived {
+    /// The effective parent differs from the line's `parentUuid` (value: 0 or 16 bytes).
+    pub const PARENT: u8 = 1;
+    /// The row was removed by the projections (dropped before a boundary, or snipped).
+    pub const DEAD: u8 = 2;
+    /// The row is a leaf (SPEC A5 step 7). Value: seq (4 bytes LE).
+    pub const LEAF: u8 = 3;
+    /// A preserved assistant whose usage is zeroed.
+    pub const ZEROED: u8 = 4;
+}
+
+/// Per-file state: what was indexed and how to check it is still the same file.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct FileState {
+    /// Id used in every other table.
+    pub file: u32,
+    /// Device and inode of the indexed file.
+    pub dev: u64,
+    /// Inode.
+    pub ino: u64,
+    /// Bytes indexed: up to the last complete line.
+    pub indexed_len: u64,
+    /// Modification time (ns) when last indexed.
+    pub mtime_ns: i128,
+    /// Lines framed so far (blank ones included).
+    pub lines: u64,
+    /// Rows (messages) in map order.
+    pub rows: u32,
+    /// blake3/16 of the bytes from the last complete chunk boundary to `indexed_len`.
+    pub tail_hash: [u8; 16],
+    /// Rows that are not sidechain (an all-sidechain file is an agent transcript).
+    pub main_rows: u32,
+    /// Live rows after the projections.
+    pub live_rows: u32,
+    /// Unterminated tail seen at the last catch-up: `(offset, len)`.
+    pub torn_tail: Option<(u64, u64)>,
+    /// `leafUuid` of the newest `last-prompt` that carries one (SPEC A5 step 8a).
+    pub checkpoint: Option<crate::transcript::id::Id>,
+}
