@@ -45,6 +45,14 @@ pub enum Error {
     /// A session, message or file that does not exist.
     #[error("{0}")]
     NotFound(String),
+    /// A title or id that names several sessions or agents; the candidates are listed.
+    #[error("{what} matches several sessions:\n  {}", candidates.join("\n  "))]
+    Ambiguous {
+        /// What was looked up.
+        what: String,
+        /// One line per match (id and path).
+        candidates: Vec<String>,
+    },
     /// An id given by a user that could be a path (`..`, `/`, `\`, NUL) or is empty.
     #[error("refusing id {id:?}: {reason}")]
     InvalidId {
@@ -89,7 +97,7 @@ impl Error {
     /// The process exit code for this error (SPEC B3: 1 not found, 2 usage or data).
     pub fn exit_code(&self) -> u8 {
         match self {
-            Error::NotFound(_) => 1,
+            Error::NotFound(_) | Error::Ambiguous { .. } => 1,
             Error::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound => 1,
             _ => 2,
         }

@@ -16,7 +16,26 @@
 //! let uuids: Vec<String> = r.chain.iter().map(|l| l.uuid.to_string()).collect();
 //! assert_eq!(uuids, ["00000000-0000-4000-8000-000000000001", "00000000-0000-4000-8000-000000000002"]);
 //! ```
+//!
+//! Listing sessions (the catalog, SPEC A3/A6): discovery is a directory listing; the facts of
+//! each file come from a callback, here the reference full scan ([`scan_session_facts`]); an
+//! index can answer the same callback from its tables.
+//!
+//! ```no_run
+//! use chainlog::{ListOptions, claude_dir, list_sessions, resolve_target, scan_session_facts};
+//!
+//! let claude = claude_dir(None)?; // $CLAUDE_CONFIG_DIR, else ~/.claude
+//! let all = ListOptions { all: true, ..ListOptions::default() };
+//! for s in list_sessions(&claude, &all, &mut scan_session_facts)? {
+//!     println!("{}  {:>4}  {}", s.session_id, s.message_count, s.title);
+//! }
+//! // A session id, a transcript path, an agent id or an exact title.
+//! let target = resolve_target(&claude, None, "Fix the login bug", &mut scan_session_facts)?;
+//! println!("{}", target.path().display());
+//! # Ok::<(), chainlog::Error>(())
+//! ```
 
+mod catalog;
 mod chain;
 mod error;
 pub mod generate;
@@ -24,6 +43,19 @@ mod index;
 mod resume;
 mod transcript;
 
+pub use catalog::{
+    AgentInfo, AgentLayout, ListOptions, SessionFacts, SortBy, Target,
+    agents::{AgentMeta, read_meta as read_agent_meta},
+    discover::{
+        AgentFile, ProjectDir, ProjectListing, is_uuid, list_project, project_dirs,
+        session_agent_files,
+    },
+    facts::{ForeignSummary, ForkedFrom, PrLink, UNTITLED},
+    list::{FactsFn, Scope, list_scope, resolve_scope},
+    list_sessions,
+    paths::{claude_dir, key_matches, project_key, projects_root},
+    resolve_target, scan_session_facts, session_agents, session_facts,
+};
 pub use chain::{
     BadLine, ChainBreak, LeafInfo, LeafRule, Link, MessageRow, Resolution, ResolveOptions, Stop,
     Transcript, UnknownLeaf, View, leaf_report, resolve,

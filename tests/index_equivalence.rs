@@ -16,7 +16,9 @@ fn real_dir() -> PathBuf {
 }
 
 fn jsonl_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(rd) = std::fs::read_dir(dir) else { return };
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return;
+    };
     for e in rd.flatten() {
         let p = e.path();
         if p.is_dir() {
@@ -32,7 +34,11 @@ fn corpus() -> Vec<PathBuf> {
     jsonl_files(&manifest().join("fixtures"), &mut files);
     let real_before = files.len();
     jsonl_files(&real_dir(), &mut files);
-    assert!(files.len() > real_before, "no real transcripts under {}", real_dir().display());
+    assert!(
+        files.len() > real_before,
+        "no real transcripts under {}",
+        real_dir().display()
+    );
     assert!(real_before > 10, "fixtures missing");
     files.sort();
     files
@@ -41,15 +47,34 @@ fn corpus() -> Vec<PathBuf> {
 fn assert_same(store: &Store, path: &Path, context: &str, every_leaf: bool) {
     let t = Transcript::open(path).unwrap();
     for view in [View::Resume, View::Full] {
-        let opts = ResolveOptions { leaf: None, view };
+        let opts = ResolveOptions {
+            leaf: None,
+            view,
+            ..Default::default()
+        };
         let want = resolve(&t, opts).unwrap();
         let got = store
             .resolve_indexed(path, opts)
             .unwrap()
             .unwrap_or_else(|| panic!("{context}: index damaged"));
-        assert_eq!(got.resolution, want, "{context}: {view:?} of {}", path.display());
-        assert_eq!(got.bad_lines, t.bad_lines, "{context}: bad lines of {}", path.display());
-        assert_eq!(got.torn_tail, t.frame.torn_tail, "{context}: torn tail of {}", path.display());
+        assert_eq!(
+            got.resolution,
+            want,
+            "{context}: {view:?} of {}",
+            path.display()
+        );
+        assert_eq!(
+            got.bad_lines,
+            t.bad_lines,
+            "{context}: bad lines of {}",
+            path.display()
+        );
+        assert_eq!(
+            got.torn_tail,
+            t.frame.torn_tail,
+            "{context}: torn tail of {}",
+            path.display()
+        );
         assert_eq!(got.source, Source::Index);
     }
     if !every_leaf {
@@ -63,9 +88,17 @@ fn assert_same(store: &Store, path: &Path, context: &str, every_leaf: bool) {
         .take(50)
         .collect::<Vec<_>>()
     {
-        let opts = ResolveOptions { leaf: Some(*leaf), view: View::Resume };
+        let opts = ResolveOptions {
+            leaf: Some(*leaf),
+            view: View::Resume,
+            ..Default::default()
+        };
         let want = resolve(&t, opts).ok();
-        let got = store.resolve_indexed(path, opts).ok().flatten().map(|a| a.resolution);
+        let got = store
+            .resolve_indexed(path, opts)
+            .ok()
+            .flatten()
+            .map(|a| a.resolution);
         assert_eq!(got, want, "{context}: --leaf {leaf} of {}", path.display());
     }
 }
@@ -76,7 +109,11 @@ fn cold_index_matches_reference_on_every_fixture_and_real_transcript() {
     let store = Store::new(dir.path());
     for path in corpus() {
         assert_same(&store, &path, "cold", true);
-        assert!(verify(&store, &path).unwrap().is_empty(), "verify {}", path.display());
+        assert!(
+            verify(&store, &path).unwrap().is_empty(),
+            "verify {}",
+            path.display()
+        );
     }
 }
 

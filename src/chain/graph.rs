@@ -6,7 +6,7 @@
 
 use std::borrow::Cow;
 
-use crate::transcript::envelope::MessageHead;
+use crate::transcript::envelope::{Flags, MessageHead};
 use crate::transcript::frame::LinePos;
 use crate::transcript::id::Id;
 
@@ -34,4 +34,26 @@ pub trait Graph {
     fn all_sidechain(&self) -> bool;
     /// `leafUuid`s of `last-prompt` entries, in file order.
     fn checkpoints(&self) -> Cow<'_, [Id]>;
+
+    /// The newest leaf by `(timestamp, map position)` among user/assistant leaves, sidechain
+    /// ones included only when `sidechain_ok` (SPEC A5 step 8b).
+    fn newest_leaf(&self, sidechain_ok: bool) -> Option<usize> {
+        self.leaves()
+            .into_iter()
+            .filter_map(|i| {
+                let h = self.head(i);
+                let ok = h.kind.is_turn() && (sidechain_ok || !h.flags.has(Flags::SIDECHAIN));
+                ok.then_some((h.timestamp, i))
+            })
+            .max()
+            .map(|(_, i)| i)
+    }
+
+    /// The uuids of the leaves, in map order.
+    fn leaf_ids(&self) -> Vec<Id> {
+        self.leaves()
+            .into_iter()
+            .map(|i| self.head(i).uuid)
+            .collect()
+    }
 }

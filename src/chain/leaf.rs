@@ -8,7 +8,6 @@
 //! 3. in an agent transcript (every message is a sidechain), the same over all its leaves.
 
 use super::graph::Graph;
-use crate::transcript::envelope::Flags;
 use crate::transcript::id::Id;
 
 /// Which rule picked the active leaf.
@@ -43,24 +42,11 @@ pub fn choose(g: &impl Graph) -> Option<(usize, LeafRule)> {
     if let Some(i) = g.checkpoints().last().and_then(|id| g.get(*id)) {
         return Some((i, LeafRule::LastPrompt));
     }
-    let leaves = g.leaves();
-    let newest = |sidechain_ok: bool| {
-        leaves
-            .iter()
-            .copied()
-            .filter_map(|i| {
-                let h = g.head(i);
-                let ok = h.kind.is_turn() && (sidechain_ok || !h.flags.has(Flags::SIDECHAIN));
-                ok.then_some((h.timestamp, i))
-            })
-            .max()
-            .map(|(_, i)| i)
-    };
-    if let Some(i) = newest(false) {
+    if let Some(i) = g.newest_leaf(false) {
         return Some((i, LeafRule::Newest));
     }
     if g.all_sidechain() {
-        return newest(true).map(|i| (i, LeafRule::NewestSidechain));
+        return g.newest_leaf(true).map(|i| (i, LeafRule::NewestSidechain));
     }
     None
 }

@@ -43,12 +43,25 @@ pub enum View {
 }
 
 /// Options of [`resolve`].
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy)]
 pub struct ResolveOptions {
     /// Start from this message instead of the chosen leaf.
     pub leaf: Option<Id>,
     /// Which view.
     pub view: View,
+    /// Fill [`Resolution::leaves`] (work proportional to the number of leaves, which grows
+    /// with the file: a resume that only needs the chain leaves it off).
+    pub list_leaves: bool,
+}
+
+impl Default for ResolveOptions {
+    fn default() -> Self {
+        ResolveOptions {
+            leaf: None,
+            view: View::Resume,
+            list_leaves: true,
+        }
+    }
 }
 
 /// One message of a resolved chain.
@@ -94,7 +107,7 @@ pub struct Resolution {
     pub stop: Option<Stop>,
     /// A chain break on the chosen chain, if the walk ended at a missing parent.
     pub chain_break: Option<ChainBreak>,
-    /// Every leaf, in map order.
+    /// Every leaf, in map order (empty unless [`ResolveOptions::list_leaves`]).
     pub leaves: Vec<Id>,
     /// The hash of the leaf's `sessionId` (metadata is looked up by it).
     pub session: Option<u64>,
@@ -125,7 +138,11 @@ pub fn resolve_graph<G: Graph, F: Graph>(
         Some(id) => Some(leaf::requested(resume, id).ok_or_else(|| UnknownLeaf(names.name(id)))?),
         None => leaf::choose(resume),
     };
-    let leaves = resume.leaves().iter().map(|&i| resume.head(i).uuid).collect();
+    let leaves = if opts.list_leaves {
+        resume.leaf_ids()
+    } else {
+        Vec::new()
+    };
     let Some((leaf_row, rule)) = chosen else {
         return Ok(Resolution {
             leaf: None,

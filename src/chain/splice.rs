@@ -46,11 +46,19 @@ pub fn splice_parallel(g: &impl Graph, chain: &[usize]) -> Vec<usize> {
             continue;
         }
         let group = g.group(mid);
-        let mut siblings: Vec<usize> = group.iter().copied().filter(|s| !seen.contains(s)).collect();
+        let mut siblings: Vec<usize> = group
+            .iter()
+            .copied()
+            .filter(|s| !seen.contains(s))
+            .collect();
         let mut results = Vec::new();
         for &member in &group {
             let uuid = g.head(member).uuid;
-            results.extend(g.tool_results_of(uuid).into_iter().filter(|r| !seen.contains(r)));
+            results.extend(
+                g.tool_results_of(uuid)
+                    .into_iter()
+                    .filter(|r| !seen.contains(r)),
+            );
         }
         if siblings.is_empty() && results.is_empty() {
             continue;

@@ -42,6 +42,12 @@ pub struct Tree<'t> {
     pub snipped: HashSet<Id>,
     /// Rows dropped because they precede the last compact boundary (step 5).
     pub dropped_before_boundary: usize,
+    /// Step 5 dropped every row before this map position that is not in [`Tree::preserved`].
+    pub drop_before: Option<usize>,
+    /// The live preserved segment (kept across the drop).
+    pub preserved: HashSet<Id>,
+    /// The segment relinked by step 5, if any.
+    pub live_segment: Option<crate::transcript::envelope::Segment>,
     /// A live preserved segment whose tail→head walk broke (step 5 changed nothing).
     pub broken_segment: Option<Id>,
     /// `leafUuid`s of `last-prompt` entries, in file order (set by the caller).
@@ -63,7 +69,12 @@ impl<'t> Tree<'t> {
     /// Builds the tree of a scanned transcript.
     pub fn build(t: &'t Transcript, projection: Projection) -> Tree<'t> {
         let mut tree = Tree::from_rows(&t.rows, &t.progress, projection);
-        tree.checkpoints = t.metadata.leaf_checkpoints.iter().map(|(id, _)| *id).collect();
+        tree.checkpoints = t
+            .metadata
+            .leaf_checkpoints
+            .iter()
+            .map(|(id, _)| *id)
+            .collect();
         tree
     }
 
@@ -88,6 +99,9 @@ impl<'t> Tree<'t> {
             zeroed_usage: HashSet::new(),
             snipped: HashSet::new(),
             dropped_before_boundary: 0,
+            drop_before: None,
+            preserved: HashSet::new(),
+            live_segment: None,
             broken_segment: None,
             checkpoints: Vec::new(),
             groups: HashMap::new(),
@@ -123,11 +137,6 @@ impl<'t> Tree<'t> {
     /// The row index of a live message.
     pub fn get(&self, id: Id) -> Option<usize> {
         self.index.get(&id).copied().filter(|&i| self.alive[i])
-    }
-
-    /// Whether a row is still in the map.
-    pub fn is_alive(&self, i: usize) -> bool {
-        self.alive[i]
     }
 
     /// Number of live rows.
@@ -199,6 +208,7 @@ impl<'t> Tree<'t> {
                 return;
             }
             let head = self.get(seg.head).expect("reached");
+            self.live_segment = Some(seg);
             self.parent[head] = Some(seg.anchor);
             for i in 0..self.rows.len() {
                 if i != head && self.alive[i] && self.parent[i] == Some(seg.anchor) {
@@ -218,6 +228,8 @@ impl<'t> Tree<'t> {
                 self.dropped_before_boundary += 1;
             }
         }
+        self.drop_before = Some(last_boundary);
+        self.preserved = preserved;
     }
 
     /// Step 6: snip removals, survivors re-pointed to the nearest surviving ancestor.
@@ -323,7 +335,10 @@ impl Graph for Tree<'_> {
         self.groups.get(&mid).cloned().unwrap_or_default()
     }
     fn tool_results_of(&self, parent: Id) -> Vec<usize> {
-        self.results_by_parent.get(&parent).cloned().unwrap_or_default()
+        self.results_by_parent
+            .get(&parent)
+            .cloned()
+            .unwrap_or_default()
     }
     fn all_sidechain(&self) -> bool {
         self.rows.iter().all(|r| r.head.flags.has(Flags::SIDECHAIN))

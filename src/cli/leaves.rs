@@ -15,6 +15,9 @@ pub struct LeavesArgs {
     pub target: PathBuf,
 }
 
+// Leaves are listed from a full scan: the report walks every leaf's chain, which is work
+// proportional to the file anyway.
+
 pub fn run(cli: &Cli, a: &LeavesArgs, out: &mut impl Write) -> CliResult {
     let t = scan_path(&a.target)?;
     report_bad_lines(&t);

@@ -1,7 +1,11 @@
 //! The command line: clap definitions and dispatch. Each verb lives in its own module and
 //! only formats what the library returns.
 
+mod agents;
+mod continue_;
+mod index_cmd;
 mod leaves;
+mod ls;
 mod resume;
 
 use std::io::Write;
@@ -33,6 +37,18 @@ pub enum Command {
     Resume(resume::ResumeArgs),
     /// List every leaf of a transcript and why the active one was picked.
     Leaves(leaves::LeavesArgs),
+    /// List sessions of a project (or all), newest first.
+    Ls(ls::LsArgs),
+    /// Resume the newest session of a project.
+    Continue(continue_::ContinueArgs),
+    /// List the sub-agents of a session.
+    Agents(agents::AgentsArgs),
+    /// Catch the index up with the transcripts (all projects by default).
+    Index(index_cmd::PathsArgs),
+    /// Drop the index of the given transcripts and build it again.
+    Rebuild(index_cmd::PathsArgs),
+    /// Compare the index with a full scan; exit 2 on any difference.
+    Verify(index_cmd::PathsArgs),
     /// Write a generated transcript (for demos, tests and benchmarks).
     Gen(GenArgs),
 }
@@ -60,6 +76,12 @@ pub fn main() -> ExitCode {
     let result = match &cli.command {
         Command::Resume(a) => resume::run(&cli, a, &mut out),
         Command::Leaves(a) => leaves::run(&cli, a, &mut out),
+        Command::Ls(a) => ls::run(&cli, a, &mut out),
+        Command::Continue(a) => continue_::run(&cli, a, &mut out),
+        Command::Agents(a) => agents::run(&cli, a, &mut out),
+        Command::Index(a) => index_cmd::run(&cli, a, index_cmd::Verb::Index, &mut out),
+        Command::Rebuild(a) => index_cmd::run(&cli, a, index_cmd::Verb::Rebuild, &mut out),
+        Command::Verify(a) => index_cmd::run(&cli, a, index_cmd::Verb::Verify, &mut out),
         Command::Gen(a) => gen_cmd(a),
     };
     let flushed = out.flush();
@@ -106,11 +128,6 @@ impl From<std::io::Error> for CliError {
 pub type CliResult = Result<ExitCode, CliError>;
 
 fn gen_cmd(a: &GenArgs) -> CliResult {
-    let _ = a;
-    Err(chainlog::Error::NotFound("gen: not built yet".into()).into())
-}
-#[cfg(any())]
-fn gen_cmd_real(a: &GenArgs) -> CliResult {
     use chainlog::generate::{GenOptions, generate};
     let opts = if a.everything {
         GenOptions::everything(a.seed, a.bytes)
@@ -128,6 +145,24 @@ fn gen_cmd_real(a: &GenArgs) -> CliResult {
     Ok(ExitCode::SUCCESS)
 }
 
+/// The claude config directory: `--claude-dir`, else `$CLAUDE_CONFIG_DIR`, else `~/.claude`.
+pub fn claude_dir(cli: &Cli) -> PathBuf {
+    cli.claude_dir
+        .clone()
+        .or_else(|| std::env::var_os("CLAUDE_CONFIG_DIR").map(PathBuf::from))
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".claude")))
+        .unwrap_or_else(|| PathBuf::from(".claude"))
+}
+
+/// The index store: `--index-dir`, else the default cache folder.
+pub fn store(cli: &Cli) -> chainlog::Store {
+    chainlog::Store::new(
+        cli.index_dir
+            .clone()
+            .unwrap_or_else(chainlog::Store::default_index_dir),
+    )
+}
+
 /// Loads a transcript given as a path, with a readable error.
 pub fn scan_path(path: &std::path::Path) -> Result<chainlog::Transcript, chainlog::Error> {
     if !path.is_file() {
@@ -137,6 +172,48 @@ pub fn scan_path(path: &std::path::Path) -> Result<chainlog::Transcript, chainlo
         )));
     }
     chainlog::Transcript::open(path).map_err(|e| chainlog::Error::io(path, e))
+}
+
+/// Resolves `path` from the index (or a full scan with `no_index`), with readable errors.
+pub fn answer(
+    cli: &Cli,
+    path: &std::path::Path,
+    opts: chainlog::ResolveOptions,
+    no_index: bool,
+) -> Result<chainlog::Answer, chainlog::Error> {
+    if !path.is_file() {
+        return Err(chainlog::Error::NotFound(format!(
+            "{}: no such transcript file",
+            path.display()
+        )));
+    }
+    if no_index {
+        return chainlog::Store::reference(path, opts, "--no-index".into());
+    }
+    let ans = store(cli).resolve(path, opts)?;
+    if let chainlog::Source::Transcript(why) = &ans.source {
+        eprintln!("chainlog: note: answered from the transcript (index not used: {why})");
+    }
+    Ok(ans)
+}
+
+/// Prints skipped lines and a torn tail on stderr, with their position.
+pub fn report_problems(path: &std::path::Path, ans: &chainlog::Answer) {
+    for b in &ans.bad_lines {
+        eprintln!(
+            "chainlog: warning: {}:{} (byte {}): skipped line: {}",
+            path.display(),
+            b.pos.line,
+            b.pos.offset,
+            b.problem
+        );
+    }
+    if let Some((off, len)) = ans.torn_tail {
+        eprintln!(
+            "chainlog: note: {}: unterminated last line at byte {off} ({len} bytes) not read yet",
+            path.display()
+        );
+    }
 }
 
 /// Prints the bad lines of a scan on stderr, with their position.

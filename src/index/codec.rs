@@ -30,7 +30,9 @@ pub fn opt_id(id: Option<crate::transcript::id::Id>) -> Vec<u8> {
 pub fn read_opt_id(bytes: &[u8]) -> Result<Option<crate::transcript::id::Id>, ()> {
     match bytes.len() {
         0 => Ok(None),
-        16 => Ok(Some(crate::transcript::id::Id(bytes.try_into().map_err(|_| ())?))),
+        16 => Ok(Some(crate::transcript::id::Id(
+            bytes.try_into().map_err(|_| ())?,
+        ))),
         _ => Err(()),
     }
 }

@@ -13,7 +13,9 @@ use std::collections::HashMap;
 use redb::{ReadableTable, WriteTransaction};
 
 use super::codec::{decode, opt_id, read_opt_id};
-use super::schema::{DERIVED, FileState, PROGRESS, REPARENTED, ROWS, derived};
+use super::schema::{
+    DERIVED, FileState, LEAF_TIMES, PROGRESS, REPARENTED, ROWS, derived, sortable_ts,
+};
 use crate::chain::{MessageRow, Projection, Tree};
 use crate::transcript::envelope::Flags;
 use crate::transcript::id::Id;
@@ -27,6 +29,10 @@ pub fn clear(txn: &WriteTransaction, f: u32) -> Result<(), redb::Error> {
         .retain_in((f, 0, ZERO)..=(f, u8::MAX, MAX), |_, _| false)?;
     txn.open_table(REPARENTED)?
         .retain_in((f, ZERO, 0)..=(f, MAX, u32::MAX), |_, ()| false)?;
+    txn.open_table(LEAF_TIMES)?
+        .retain_in((f, 0, 0, 0)..=(f, u8::MAX, u64::MAX, u32::MAX), |_, ()| {
+            false
+        })?;
     Ok(())
 }
 
@@ -63,7 +69,10 @@ pub fn load_rows(
 }
 
 /// Recomputes and stores the projections of `st.file`.
-pub fn derive(txn: &WriteTransaction, st: &mut FileState) -> Result<(), super::ingest::IngestError> {
+pub fn derive(
+    txn: &WriteTransaction,
+    st: &mut FileState,
+) -> Result<(), super::ingest::IngestError> {
     let f = st.file;
     let loaded = {
         let rows_t = txn.open_table(ROWS)?;
@@ -78,19 +87,33 @@ pub fn derive(txn: &WriteTransaction, st: &mut FileState) -> Result<(), super::i
     let mut d = txn.open_table(DERIVED)?;
     let mut reparented = txn.open_table(REPARENTED)?;
     for (i, parent) in tree.relinked() {
-        d.insert((f, derived::PARENT, rows[i].head.uuid.0), opt_id(parent).as_slice())?;
+        d.insert(
+            (f, derived::PARENT, rows[i].head.uuid.0),
+            opt_id(parent).as_slice(),
+        )?;
         if let Some(p) = parent {
             reparented.insert((f, p.0, u32::try_from(i).expect("rows fit u32")), ())?;
         }
     }
-    for (i, row) in rows.iter().enumerate() {
-        if !tree.is_alive(i) {
-            d.insert((f, derived::DEAD, row.head.uuid.0), [].as_slice())?;
-        }
+    for id in &tree.snipped {
+        d.insert((f, derived::DEAD, id.0), [].as_slice())?;
     }
+    for id in &tree.preserved {
+        d.insert((f, derived::PRESERVED, id.0), [].as_slice())?;
+    }
+    st.segment_anchor = tree.live_segment.map(|s| s.anchor);
+    st.drop_before = tree
+        .drop_before
+        .map(|b| u32::try_from(b).expect("rows fit u32"));
+    let mut times = txn.open_table(LEAF_TIMES)?;
     for &i in &tree.leaves {
         let seq = u32::try_from(i).expect("rows fit u32");
-        d.insert((f, derived::LEAF, rows[i].head.uuid.0), seq.to_le_bytes().as_slice())?;
+        let h = &rows[i].head;
+        d.insert((f, derived::LEAF, h.uuid.0), seq.to_le_bytes().as_slice())?;
+        if h.kind.is_turn() {
+            let side = u8::from(h.flags.has(Flags::SIDECHAIN));
+            times.insert((f, side, sortable_ts(h.timestamp), seq), ())?;
+        }
     }
     for id in &tree.zeroed_usage {
         d.insert((f, derived::ZEROED, id.0), [].as_slice())?;

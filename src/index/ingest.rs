@@ -21,8 +21,8 @@ use redb::{ReadableTable, WriteTransaction};
 
 use super::codec::{decode, encode, opt_id};
 use super::schema::{
-    BAD_LINES, CHILDREN, CHUNK_SIZE, CHUNKS, FILES, FileState, META_ENTRIES, MSG_IDS, NAMES, PROGRESS,
-    ROWS, UUIDS,
+    BAD_LINES, CHILDREN, CHUNK_SIZE, CHUNKS, FILES, FileState, META_ENTRIES, MSG_IDS, NAMES,
+    PROGRESS, ROWS, UUIDS,
 };
 use super::stored::StoredMeta;
 use crate::chain::{BadLine, MessageRow};
@@ -85,7 +85,11 @@ fn hash16(bytes: &[u8]) -> [u8; 16] {
 }
 
 /// Whether the indexed prefix of `file` still reads the same.
-fn prefix_matches(txn: &WriteTransaction, file: &File, st: &FileState) -> Result<bool, redb::Error> {
+fn prefix_matches(
+    txn: &WriteTransaction,
+    file: &File,
+    st: &FileState,
+) -> Result<bool, redb::Error> {
     let base = st.indexed_len / CHUNK_SIZE * CHUNK_SIZE;
     let mut tail = vec![0u8; (st.indexed_len - base) as usize];
     if file.read_exact_at(&mut tail, base).is_err() || hash16(&tail) != st.tail_hash {
@@ -109,17 +113,24 @@ fn prefix_matches(txn: &WriteTransaction, file: &File, st: &FileState) -> Result
 pub fn drop_file_rows(txn: &WriteTransaction, f: u32) -> Result<(), redb::Error> {
     const ZERO: [u8; 16] = [0; 16];
     const MAX: [u8; 16] = [0xff; 16];
-    txn.open_table(CHUNKS)?.retain_in((f, 0)..=(f, u64::MAX), |_, _| false)?;
-    txn.open_table(ROWS)?.retain_in((f, 0)..=(f, u32::MAX), |_, _| false)?;
-    txn.open_table(UUIDS)?.retain_in((f, ZERO)..=(f, MAX), |_, _| false)?;
+    txn.open_table(CHUNKS)?
+        .retain_in((f, 0)..=(f, u64::MAX), |_, _| false)?;
+    txn.open_table(ROWS)?
+        .retain_in((f, 0)..=(f, u32::MAX), |_, _| false)?;
+    txn.open_table(UUIDS)?
+        .retain_in((f, ZERO)..=(f, MAX), |_, _| false)?;
     txn.open_table(CHILDREN)?
         .retain_in((f, ZERO, 0)..=(f, MAX, u32::MAX), |_, ()| false)?;
     txn.open_table(MSG_IDS)?
         .retain_in((f, 0, 0)..=(f, u64::MAX, u32::MAX), |_, ()| false)?;
-    txn.open_table(PROGRESS)?.retain_in((f, ZERO)..=(f, MAX), |_, _| false)?;
-    txn.open_table(NAMES)?.retain_in((f, ZERO)..=(f, MAX), |_, _| false)?;
-    txn.open_table(META_ENTRIES)?.retain_in((f, 0)..=(f, u64::MAX), |_, _| false)?;
-    txn.open_table(BAD_LINES)?.retain_in((f, 0)..=(f, u64::MAX), |_, _| false)?;
+    txn.open_table(PROGRESS)?
+        .retain_in((f, ZERO)..=(f, MAX), |_, _| false)?;
+    txn.open_table(NAMES)?
+        .retain_in((f, ZERO)..=(f, MAX), |_, _| false)?;
+    txn.open_table(META_ENTRIES)?
+        .retain_in((f, 0)..=(f, u64::MAX), |_, _| false)?;
+    txn.open_table(BAD_LINES)?
+        .retain_in((f, 0)..=(f, u64::MAX), |_, _| false)?;
     super::derive::clear(txn, f)?;
     Ok(())
 }
@@ -139,7 +150,11 @@ pub fn catch_up(
     path: &Path,
 ) -> Result<(CatchUp, FileState), IngestError> {
     let file = File::open(path).map_err(|e| IngestError::Io(Error::io(path, e)))?;
-    let stat = Stat::from_meta(&file.metadata().map_err(|e| IngestError::Io(Error::io(path, e)))?);
+    let stat = Stat::from_meta(
+        &file
+            .metadata()
+            .map_err(|e| IngestError::Io(Error::io(path, e)))?,
+    );
     let old = file_state(&txn.open_table(FILES)?, key)?;
     let mut report = CatchUp::default();
     let mut st = match old {
@@ -148,7 +163,8 @@ pub fn catch_up(
             restart(txn, st.file)?
         }
         Some(st) if stat.len < st.indexed_len => {
-            report.reindexed = Some("the file is shorter than what was indexed (truncated or rewritten)");
+            report.reindexed =
+                Some("the file is shorter than what was indexed (truncated or rewritten)");
             restart(txn, st.file)?
         }
         Some(st) if !prefix_matches(txn, &file, &st)? => {
@@ -166,15 +182,20 @@ pub fn catch_up(
     st.mtime_ns = stat.mtime_ns;
     if stat.len > st.indexed_len {
         let before = st.indexed_len;
-        let summary = ingest_from(txn, &file, &mut st, stat.len)?;
+        let mut batch = Batch::default();
+        let summary = ingest_from(txn, &file, &mut st, stat.len, &mut batch)?;
         report.bytes = summary.complete_len - before;
         report.lines = summary.lines;
         st.torn_tail = summary.torn_tail;
         update_fingerprint(txn, &file, &mut st, before, summary.complete_len)?;
         st.indexed_len = summary.complete_len;
         st.lines += summary.lines;
-        if summary.lines > 0 {
-            super::derive::derive(txn, &mut st)?;
+        if batch.structural || !batch.new_rows.is_empty() {
+            let done =
+                !batch.structural && super::incremental::extend(txn, &mut st, &batch.new_rows)?;
+            if !done {
+                super::derive::derive(txn, &mut st)?;
+            }
         }
     }
     txn.open_table(FILES)?.insert(key, encode(&st).as_slice())?;
@@ -214,12 +235,24 @@ fn update_fingerprint(
     Ok(())
 }
 
+/// What a batch of new lines changed, for choosing between an incremental and a full
+/// re-derivation of the projections.
+#[derive(Debug, Default)]
+pub struct Batch {
+    /// Map positions of the rows added (in file order).
+    pub new_rows: Vec<u32>,
+    /// Something only a full re-derivation handles: a duplicate uuid, a progress entry,
+    /// a compact boundary or a snip.
+    pub structural: bool,
+}
+
 /// Frames and stores the lines between `st.indexed_len` and `len`.
 fn ingest_from(
     txn: &WriteTransaction,
     file: &File,
     st: &mut FileState,
     len: u64,
+    batch: &mut Batch,
 ) -> Result<FrameSummary, IngestError> {
     let mut rows = txn.open_table(ROWS)?;
     let mut uuids = txn.open_table(UUIDS)?;
@@ -253,19 +286,32 @@ fn ingest_from(
                         if let (true, Some(leaf)) = (meta.ty == "last-prompt", meta.leaf) {
                             st.checkpoint = Some(leaf);
                         }
-                        metas.insert((f, pos.line), encode(&StoredMeta::Entry(meta, pos)).as_slice())?;
+                        metas.insert(
+                            (f, pos.line),
+                            encode(&StoredMeta::Entry(meta, pos)).as_slice(),
+                        )?;
                     }
                     Ok(Entry::Message(head)) if head.kind == Kind::Progress => {
+                        batch.structural = true;
                         progress.insert((f, head.uuid.0), opt_id(head.parent).as_slice())?;
                     }
                     Ok(Entry::Message(head)) => {
                         if head.flags.has(Flags::COMPACT_BOUNDARY) {
-                            metas.insert((f, pos.line), encode(&StoredMeta::Boundary).as_slice())?;
+                            batch.structural = true;
+                            metas
+                                .insert((f, pos.line), encode(&StoredMeta::Boundary).as_slice())?;
+                        }
+                        if head.flags.has(Flags::SNIP) {
+                            batch.structural = true;
                         }
                         let existing = uuids.get((f, head.uuid.0))?.map(|v| v.value());
                         let seq = if let Some(seq) = existing {
+                            batch.structural = true;
                             // A duplicate replaces the value and keeps the first position.
-                            if let Some(old) = rows.get((f, seq))?.and_then(|v| decode::<MessageRow>(v.value())) {
+                            if let Some(old) = rows
+                                .get((f, seq))?
+                                .and_then(|v| decode::<MessageRow>(v.value()))
+                            {
                                 if let Some(p) = old.head.parent {
                                     children.remove((f, p.0, seq))?;
                                 }
@@ -278,6 +324,7 @@ fn ingest_from(
                             let seq = st.rows;
                             st.rows += 1;
                             uuids.insert((f, head.uuid.0), seq)?;
+                            batch.new_rows.push(seq);
                             seq
                         };
                         if let Some(p) = head.parent {

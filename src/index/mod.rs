@@ -19,6 +19,7 @@
 
 pub mod codec;
 pub mod derive;
+pub mod incremental;
 pub mod ingest;
 pub mod open;
 pub mod query;
@@ -29,10 +30,10 @@ pub mod verify;
 use std::cell::OnceCell;
 use std::path::{Path, PathBuf};
 
-use redb::{ReadableDatabase, ReadableTable as _};
+use redb::ReadableDatabase;
 
 use crate::chain::{
-    BadLine, Projection, ResolveOptions, Resolution, Transcript, Tree, resolve, resolve_graph,
+    BadLine, Projection, Resolution, ResolveOptions, Transcript, Tree, resolve, resolve_graph,
 };
 use crate::error::{Error, Result};
 use crate::transcript::id::IdNames;
@@ -108,7 +109,13 @@ impl Store {
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default()
             .chars()
-            .map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' })
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' {
+                    c
+                } else {
+                    '_'
+                }
+            })
             .take(48)
             .collect();
         let hash = blake3::hash(project.as_os_str().as_encoded_bytes());
@@ -125,7 +132,41 @@ impl Store {
 
     /// Catches the index of `transcript` up with its new bytes.
     pub fn catch_up(&self, transcript: &Path) -> Result<CatchUp> {
-        let db = IndexDb::open(&self.db_path(transcript))?;
+        self.guarded(transcript, || self.catch_up_unguarded(transcript))
+    }
+
+    /// Runs an index operation; if redb panics on a damaged file (it does for some corrupted
+    /// allocator states), the sidecar is deleted and the operation runs once more on a fresh one.
+    fn guarded<T>(&self, transcript: &Path, op: impl Fn() -> Result<T>) -> Result<T> {
+        let db_path = self.db_path(transcript);
+        for _ in 0..2 {
+            match std::panic::catch_unwind(std::panic::AssertUnwindSafe(&op)) {
+                Ok(r) => return r,
+                Err(_) => {
+                    eprintln!(
+                        "chainlog: note: index {} is damaged; rebuilding it",
+                        db_path.display()
+                    );
+                    let _ = std::fs::remove_file(&db_path);
+                }
+            }
+        }
+        Err(Error::Index {
+            path: db_path,
+            message: "the index could not be rebuilt".into(),
+        })
+    }
+
+    fn catch_up_unguarded(&self, transcript: &Path) -> Result<CatchUp> {
+        let db_path = self.db_path(transcript);
+        let stat = Stat::of(transcript)?;
+        if let Some(ro) = open::open_read_only(&db_path) {
+            if read_state(&ro, &Self::key(transcript)).is_some_and(|st| stat.unchanged(&st, false))
+            {
+                return Ok(CatchUp::default());
+            }
+        }
+        let db = IndexDb::open(&db_path)?;
         Ok(self.catch_up_in(&db, transcript)?.0)
     }
 
@@ -172,6 +213,10 @@ impl Store {
 
     /// Drops what the index knows about `transcript` and indexes it again from zero.
     pub fn rebuild(&self, transcript: &Path) -> Result<CatchUp> {
+        self.guarded(transcript, || self.rebuild_unguarded(transcript))
+    }
+
+    fn rebuild_unguarded(&self, transcript: &Path) -> Result<CatchUp> {
         let db = IndexDb::open(&self.db_path(transcript))?;
         let key = Self::key(transcript);
         let txn = db.db.begin_write().map_err(|e| db.err(e))?;
@@ -194,61 +239,101 @@ impl Store {
             Ok(Some(a)) => Ok(a),
             Ok(None) => reference(transcript, opts, "the index was damaged".into()),
             Err(e @ (Error::Io { .. } | Error::NotFound(_))) => Err(e),
-            Err(Error::BadEntry { .. } | Error::InvalidId { .. }) => unreachable!("not produced here"),
             Err(e) => reference(transcript, opts, e.to_string()),
         }
     }
 
     /// The index answer, or `None` when the index turned out damaged (after one rebuild).
-    pub fn resolve_indexed(&self, transcript: &Path, opts: ResolveOptions) -> Result<Option<Answer>> {
-        let db = IndexDb::open(&self.db_path(transcript))?;
+    ///
+    /// When the transcript did not change since it was indexed, the database is opened
+    /// read-only (no write, no fsync); otherwise it is caught up first.
+    pub fn resolve_indexed(
+        &self,
+        transcript: &Path,
+        opts: ResolveOptions,
+    ) -> Result<Option<Answer>> {
+        self.guarded(transcript, || {
+            self.resolve_indexed_unguarded(transcript, opts)
+        })
+    }
+
+    fn resolve_indexed_unguarded(
+        &self,
+        transcript: &Path,
+        opts: ResolveOptions,
+    ) -> Result<Option<Answer>> {
+        let db_path = self.db_path(transcript);
+        let key = Self::key(transcript);
+        let stat = Stat::of(transcript)?;
+        if let Some(ro) = open::open_read_only(&db_path) {
+            let st = read_state(&ro, &key);
+            if let Some(st) = st.filter(|st| stat.unchanged(st, false)) {
+                if let Some(a) = query(&ro, st, transcript, opts)? {
+                    return Ok(Some(a));
+                }
+            }
+        }
+        let db = IndexDb::open(&db_path)?;
         for _ in 0..2 {
             let (_, st) = self.catch_up_in(&db, transcript)?;
-            let txn = db.db.begin_read().map_err(|e| db.err(e))?;
-            let f = st.file;
-            let names = IndexGraph::names(&txn, f).map_err(|e| db.err(e))?;
-            let torn_tail = st.torn_tail;
-            let graph = IndexGraph::new(&txn, st).map_err(|e| db.err(e))?;
-            let full_rows = OnceCell::new();
-            let loaded_ok = std::cell::Cell::new(true);
-            let res = resolve_graph(&graph, opts, &names, || {
-                let (rows, progress) = full_rows.get_or_init(|| {
-                    let rows_t = txn.open_table(ROWS).ok();
-                    let prog_t = txn.open_table(PROGRESS).ok();
-                    match (rows_t, prog_t) {
-                        (Some(r), Some(p)) => match derive::load_rows(&r, &p, f) {
-                            Ok(Ok(v)) => v,
-                            _ => {
-                                loaded_ok.set(false);
-                                Default::default()
-                            }
-                        },
-                        _ => {
-                            loaded_ok.set(false);
-                            Default::default()
-                        }
-                    }
-                });
-                Tree::from_rows(rows, progress, Projection::Full)
-            });
-            if *graph.damaged.borrow() || !loaded_ok.get() {
-                drop(graph);
-                drop(txn);
-                db.wipe()?;
-                continue;
+            if let Some(a) = query(&db.db, st, transcript, opts)? {
+                return Ok(Some(a));
             }
-            let res = res.map_err(|e| Error::NotFound(format!("{}: {e}", transcript.display())))?;
-            let bad_lines = bad_lines(&txn, f).map_err(|e| db.err(e))?;
-            return Ok(Some(Answer {
-                resolution: res,
-                names,
-                bad_lines,
-                torn_tail,
-                source: Source::Index,
-            }));
+            db.wipe()?;
         }
         Ok(None)
     }
+}
+
+fn read_state(db: &impl ReadableDatabase, key: &str) -> Option<FileState> {
+    let txn = db.begin_read().ok()?;
+    let files = txn.open_table(FILES).ok()?;
+    ingest::file_state(&files, key).ok()?
+}
+
+/// Answers from an index that is current for `st`; `None` when a stored value is damaged.
+fn query(
+    db: &impl ReadableDatabase,
+    st: FileState,
+    transcript: &Path,
+    opts: ResolveOptions,
+) -> Result<Option<Answer>> {
+    let err = |e: &dyn std::fmt::Display| Error::Index {
+        path: transcript.to_path_buf(),
+        message: e.to_string(),
+    };
+    let txn = db.begin_read().map_err(|e| err(&e))?;
+    let f = st.file;
+    let names = IndexGraph::names(&txn, f).map_err(|e| err(&e))?;
+    let torn_tail = st.torn_tail;
+    let graph = IndexGraph::new(&txn, st).map_err(|e| err(&e))?;
+    let full_rows = OnceCell::new();
+    let loaded_ok = std::cell::Cell::new(true);
+    let res = resolve_graph(&graph, opts, &names, || {
+        let (rows, progress) = full_rows.get_or_init(|| {
+            let tables = txn.open_table(ROWS).ok().zip(txn.open_table(PROGRESS).ok());
+            if let Some((r, p)) = tables {
+                if let Ok(Ok(v)) = derive::load_rows(&r, &p, f) {
+                    return v;
+                }
+            }
+            loaded_ok.set(false);
+            Default::default()
+        });
+        Tree::from_rows(rows, progress, Projection::Full)
+    });
+    if *graph.damaged.borrow() || !loaded_ok.get() {
+        return Ok(None);
+    }
+    let res = res.map_err(|e| Error::NotFound(format!("{}: {e}", transcript.display())))?;
+    let bad_lines = bad_lines(&txn, f).map_err(|e| err(&e))?;
+    Ok(Some(Answer {
+        resolution: res,
+        names,
+        bad_lines,
+        torn_tail,
+        source: Source::Index,
+    }))
 }
 
 fn bad_lines(txn: &redb::ReadTransaction, f: u32) -> Result<Vec<BadLine>, redb::Error> {
@@ -263,10 +348,17 @@ fn bad_lines(txn: &redb::ReadTransaction, f: u32) -> Result<Vec<BadLine>, redb::
     Ok(out)
 }
 
-/// The reference answer: a full scan of the transcript.
-pub fn reference(transcript: &Path, opts: ResolveOptions, why: String) -> Result<Answer> {
+impl Store {
+    /// The reference answer: a full scan of the transcript (`why` says why it was used).
+    pub fn reference(transcript: &Path, opts: ResolveOptions, why: String) -> Result<Answer> {
+        reference(transcript, opts, why)
+    }
+}
+
+fn reference(transcript: &Path, opts: ResolveOptions, why: String) -> Result<Answer> {
     let t = Transcript::open(transcript).map_err(|e| Error::io(transcript, e))?;
-    let res = resolve(&t, opts).map_err(|e| Error::NotFound(format!("{}: {e}", transcript.display())))?;
+    let res =
+        resolve(&t, opts).map_err(|e| Error::NotFound(format!("{}: {e}", transcript.display())))?;
     Ok(Answer {
         resolution: res,
         names: t.names.clone(),

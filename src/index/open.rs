@@ -65,7 +65,9 @@ impl IndexDb {
                     std::thread::sleep(delay);
                     delay *= 2;
                 }
-                Err(e @ (DatabaseError::DatabaseAlreadyOpen | DatabaseError::LockProtocolMismatch)) => {
+                Err(
+                    e @ (DatabaseError::DatabaseAlreadyOpen | DatabaseError::LockProtocolMismatch),
+                ) => {
                     return Err(index_error(path, format!("busy: {e}")));
                 }
                 Err(e) if attempt < OPEN_ATTEMPTS => {
@@ -132,6 +134,23 @@ impl IndexDb {
     }
 }
 
+/// Opens an existing index for reading only (no header write, no fsync), when it carries
+/// [`INDEX_SCHEMA_VERSION`]. `None` when it is missing, busy, damaged or of another version:
+/// the caller then takes the read-write path, which repairs.
+pub fn open_read_only(path: &Path) -> Option<redb::ReadOnlyDatabase> {
+    if !path.exists() {
+        return None;
+    }
+    let db = builder().open_read_only(path).ok()?;
+    let version = {
+        let txn = db.begin_read().ok()?;
+        let table = txn.open_table(META).ok()?;
+        let v = table.get("schema").ok()??;
+        u32::from_le_bytes(v.value().try_into().ok()?)
+    };
+    (version == INDEX_SCHEMA_VERSION).then_some(db)
+}
+
 /// Allocates a new file id inside a write transaction.
 pub fn next_file_id(txn: &redb::WriteTransaction) -> std::result::Result<u32, redb::Error> {
     let mut meta = txn.open_table(schema::META)?;
@@ -141,13 +160,4 @@ pub fn next_file_id(txn: &redb::WriteTransaction) -> std::result::Result<u32, re
         .map_or(0, u32::from_le_bytes);
     meta.insert("next_file", (id + 1).to_le_bytes().as_slice())?;
     Ok(id)
-}
-
-/// Reads a schema version without opening for writes (for tests and `verify`).
-pub fn schema_of(path: &Path) -> Option<u32> {
-    let db = builder().open_read_only(path).ok()?;
-    let txn = db.begin_read().ok()?;
-    let table = txn.open_table(META).ok()?;
-    let v = table.get("schema").ok()??;
-    Some(u32::from_le_bytes(v.value().try_into().ok()?))
 }

@@ -8,11 +8,11 @@ use std::borrow::Cow;
 use std::cell::RefCell;
 use std::collections::HashMap;
 
-use redb::{ReadOnlyTable, ReadTransaction, ReadableTable};
+use redb::{ReadOnlyTable, ReadTransaction};
 
 use super::codec::{decode, read_opt_id};
 use super::schema::{
-    CHILDREN, DERIVED, FileState, MSG_IDS, NAMES, REPARENTED, ROWS, UUIDS, derived,
+    CHILDREN, DERIVED, FileState, LEAF_TIMES, MSG_IDS, NAMES, REPARENTED, ROWS, UUIDS, derived,
 };
 use crate::chain::{Graph, MessageRow};
 use crate::transcript::envelope::{Flags, Kind, MessageHead};
@@ -30,6 +30,7 @@ pub struct IndexGraph {
     children: ReadOnlyTable<(u32, [u8; 16], u32), ()>,
     msg_ids: ReadOnlyTable<(u32, u64, u32), ()>,
     derived: ReadOnlyTable<(u32, u8, [u8; 16]), &'static [u8]>,
+    leaf_times: ReadOnlyTable<(u32, u8, u64, u32), ()>,
     reparented: ReadOnlyTable<(u32, [u8; 16], u32), ()>,
     cache: RefCell<HashMap<usize, MessageRow>>,
     /// Set when a stored value did not decode: the answer must not be trusted.
@@ -46,6 +47,7 @@ impl IndexGraph {
             children: txn.open_table(CHILDREN)?,
             msg_ids: txn.open_table(MSG_IDS)?,
             derived: txn.open_table(DERIVED)?,
+            leaf_times: txn.open_table(LEAF_TIMES)?,
             reparented: txn.open_table(REPARENTED)?,
             cache: RefCell::new(HashMap::new()),
             damaged: RefCell::new(false),
@@ -89,7 +91,11 @@ impl IndexGraph {
         }
     }
 
-    fn seqs<K>(&self, iter: Result<redb::Range<'static, K, ()>, redb::StorageError>, seq_of: impl Fn(K::SelfType<'_>) -> u32) -> Vec<usize>
+    fn seqs<K>(
+        &self,
+        iter: Result<redb::Range<'static, K, ()>, redb::StorageError>,
+        seq_of: impl Fn(K::SelfType<'_>) -> u32,
+    ) -> Vec<usize>
     where
         K: redb::Key + 'static,
     {
@@ -155,7 +161,9 @@ impl Graph for IndexGraph {
                 return None;
             }
         };
-        if self.has_derived(derived::DEAD, id) {
+        let dropped = self.st.drop_before.is_some_and(|b| seq < b)
+            && !self.has_derived(derived::PRESERVED, id);
+        if dropped || self.has_derived(derived::DEAD, id) {
             return None;
         }
         Some(seq as usize)
@@ -171,7 +179,10 @@ impl Graph for IndexGraph {
 
     fn parent_of(&self, i: usize) -> Option<Id> {
         let row = self.row(i);
-        match self.derived.get((self.f(), derived::PARENT, row.head.uuid.0)) {
+        match self
+            .derived
+            .get((self.f(), derived::PARENT, row.head.uuid.0))
+        {
             Ok(Some(v)) => read_opt_id(v.value()).unwrap_or_else(|()| {
                 self.damage();
                 None
@@ -217,7 +228,9 @@ impl Graph for IndexGraph {
 
     fn group(&self, mid: u64) -> Vec<usize> {
         let f = self.f();
-        let seqs = self.seqs(self.msg_ids.range((f, mid, 0)..=(f, mid, u32::MAX)), |k| k.2);
+        let seqs = self.seqs(self.msg_ids.range((f, mid, 0)..=(f, mid, u32::MAX)), |k| {
+            k.2
+        });
         seqs.into_iter()
             .filter(|&i| {
                 let h = self.row(i).head;
@@ -229,13 +242,17 @@ impl Graph for IndexGraph {
     fn tool_results_of(&self, parent: Id) -> Vec<usize> {
         let f = self.f();
         let mut seqs = self.seqs(
-            self.children.range((f, parent.0, 0)..=(f, parent.0, u32::MAX)),
+            self.children
+                .range((f, parent.0, 0)..=(f, parent.0, u32::MAX)),
             |k| k.2,
         );
-        seqs.extend(self.seqs(
-            self.reparented.range((f, parent.0, 0)..=(f, parent.0, u32::MAX)),
-            |k| k.2,
-        ));
+        seqs.extend(
+            self.seqs(
+                self.reparented
+                    .range((f, parent.0, 0)..=(f, parent.0, u32::MAX)),
+                |k| k.2,
+            ),
+        );
         seqs.sort_unstable();
         seqs.dedup();
         seqs.into_iter()
@@ -251,6 +268,63 @@ impl Graph for IndexGraph {
 
     fn all_sidechain(&self) -> bool {
         self.st.main_rows == 0
+    }
+
+    fn newest_leaf(&self, sidechain_ok: bool) -> Option<usize> {
+        let f = self.f();
+        let last = |side: u8| -> Option<(u64, u32)> {
+            match self
+                .leaf_times
+                .range((f, side, 0, 0)..=(f, side, u64::MAX, u32::MAX))
+            {
+                Ok(mut r) => match r.next_back() {
+                    Some(Ok((k, _))) => {
+                        let (_, _, ts, seq) = k.value();
+                        Some((ts, seq))
+                    }
+                    Some(Err(_)) => {
+                        self.damage();
+                        None
+                    }
+                    None => None,
+                },
+                Err(_) => {
+                    self.damage();
+                    None
+                }
+            }
+        };
+        let main = last(0);
+        let best = if sidechain_ok {
+            main.max(last(1))
+        } else {
+            main
+        };
+        best.map(|(_, seq)| seq as usize)
+    }
+
+    fn leaf_ids(&self) -> Vec<Id> {
+        let f = self.f();
+        let mut out: Vec<(usize, Id)> = Vec::new();
+        let Ok(iter) = self
+            .derived
+            .range((f, derived::LEAF, ZERO)..=(f, derived::LEAF, MAX))
+        else {
+            self.damage();
+            return Vec::new();
+        };
+        for item in iter {
+            let Ok((k, v)) = item else {
+                self.damage();
+                return Vec::new();
+            };
+            match <[u8; 4]>::try_from(v.value()) {
+                Ok(b) => out.push((u32::from_le_bytes(b) as usize, Id(k.value().2))),
+                Err(_) => self.damage(),
+            }
+        }
+        out.sort_unstable();
+        out.into_iter().map(|(_, id)| id).collect()
     }
 
     fn checkpoints(&self) -> Cow<'_, [Id]> {

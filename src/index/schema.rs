@@ -18,6 +18,7 @@
 //! | `bad_lines` | (file, line) | [`BadLine`](crate::chain::BadLine) | skipped lines |
 //! | `derived` | (file, kind, uuid) | parent | the projections: re-pointed parents, dead rows, leaves, zeroed usage |
 //! | `reparented` | (file, effective parent, seq) | () | reverse of re-pointed parents |
+//! | `leaf_times` | (file, sidechain, timestamp, seq) | () | leaves by time: the newest is the last key |
 //! | `facts` | path | bytes | picker facts of a session (cached) |
 
 use redb::TableDefinition;
@@ -43,7 +44,9 @@ pub const NAMES: TableDefinition<(u32, [u8; 16]), &str> = TableDefinition::new("
 pub const META_ENTRIES: TableDefinition<(u32, u64), &[u8]> = TableDefinition::new("meta_entries");
 pub const BAD_LINES: TableDefinition<(u32, u64), &[u8]> = TableDefinition::new("bad_lines");
 pub const DERIVED: TableDefinition<(u32, u8, [u8; 16]), &[u8]> = TableDefinition::new("derived");
-pub const REPARENTED: TableDefinition<(u32, [u8; 16], u32), ()> = TableDefinition::new("reparented");
+pub const REPARENTED: TableDefinition<(u32, [u8; 16], u32), ()> =
+    TableDefinition::new("reparented");
+pub const LEAF_TIMES: TableDefinition<(u32, u8, u64, u32), ()> = TableDefinition::new("leaf_times");
 pub const FACTS: TableDefinition<&str, &[u8]> = TableDefinition::new("facts");
 
 /// Creates every table, so readers never meet a missing one.
@@ -61,16 +64,25 @@ pub fn create_all(txn: &redb::WriteTransaction) -> Result<(), redb::TableError> 
     txn.open_table(BAD_LINES)?;
     txn.open_table(DERIVED)?;
     txn.open_table(REPARENTED)?;
+    txn.open_table(LEAF_TIMES)?;
     txn.open_table(FACTS)?;
     Ok(())
+}
+
+/// A timestamp as a key that sorts like the signed value.
+pub fn sortable_ts(ts: i64) -> u64 {
+    (ts as u64) ^ (1 << 63)
 }
 
 /// Kinds of rows in [`DERIVED`].
 pub mod derived {
     /// The effective parent differs from the line's `parentUuid` (value: 0 or 16 bytes).
     pub const PARENT: u8 = 1;
-    /// The row was removed by the projections (dropped before a boundary, or snipped).
+    /// The row was removed by a snip (rows dropped before the last compact boundary are
+    /// implied by [`super::FileState::drop_before`] and [`PRESERVED`] instead).
     pub const DEAD: u8 = 2;
+    /// A row of the live preserved segment: kept although it precedes `drop_before`.
+    pub const PRESERVED: u8 = 5;
     /// The row is a leaf (SPEC A5 step 7). Value: seq (4 bytes LE).
     pub const LEAF: u8 = 3;
     /// A preserved assistant whose usage is zeroed.
@@ -104,4 +116,8 @@ pub struct FileState {
     pub torn_tail: Option<(u64, u64)>,
     /// `leafUuid` of the newest `last-prompt` that carries one (SPEC A5 step 8a).
     pub checkpoint: Option<crate::transcript::id::Id>,
+    /// Rows before this map position are dropped unless preserved (SPEC A5 step 5).
+    pub drop_before: Option<u32>,
+    /// The anchor of the live preserved segment: its children are re-pointed (step 5).
+    pub segment_anchor: Option<crate::transcript::id::Id>,
 }

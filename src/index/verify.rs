@@ -24,7 +24,11 @@ pub fn verify(store: &Store, transcript: &Path) -> Result<Vec<Difference>> {
     let t = Transcript::open(transcript).map_err(|e| Error::io(transcript, e))?;
     let mut diffs = Vec::new();
     for view in [View::Resume, View::Full] {
-        let opts = ResolveOptions { leaf: None, view };
+        let opts = ResolveOptions {
+            leaf: None,
+            view,
+            ..Default::default()
+        };
         let want = resolve(&t, opts).ok();
         let got = store.resolve_indexed(transcript, opts)?;
         let Some(got) = got else {
@@ -33,7 +37,11 @@ pub fn verify(store: &Store, transcript: &Path) -> Result<Vec<Difference>> {
             });
             continue;
         };
-        let label = if view == View::Full { "full view" } else { "resume view" };
+        let label = if view == View::Full {
+            "full view"
+        } else {
+            "resume view"
+        };
         match want {
             Some(want) => compare(label, &want, &got.resolution, &t, &mut diffs),
             None => diffs.push(Difference {
@@ -55,7 +63,13 @@ pub fn verify(store: &Store, transcript: &Path) -> Result<Vec<Difference>> {
     Ok(diffs)
 }
 
-fn compare(label: &str, want: &Resolution, got: &Resolution, t: &Transcript, out: &mut Vec<Difference>) {
+fn compare(
+    label: &str,
+    want: &Resolution,
+    got: &Resolution,
+    t: &Transcript,
+    out: &mut Vec<Difference>,
+) {
     let name = |id: crate::transcript::id::Id| t.names.name(id);
     if want.leaf != got.leaf {
         out.push(Difference {

@@ -7,10 +7,33 @@
 use std::fmt;
 
 /// A message id: the 16 bytes of a UUID, or a blake3 digest of a non-UUID id.
-#[derive(
-    Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
-)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Id(pub [u8; 16]);
+
+// Serialised as 16 raw bytes (not a sequence of 16 integers): index rows stay small.
+impl serde::Serialize for Id {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_bytes(&self.0)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Id {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Id, D::Error> {
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = Id;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("16 bytes")
+            }
+            fn visit_bytes<E: serde::de::Error>(self, v: &[u8]) -> Result<Id, E> {
+                v.try_into()
+                    .map(Id)
+                    .map_err(|_| E::invalid_length(v.len(), &self))
+            }
+        }
+        d.deserialize_bytes(V)
+    }
+}
 
 impl Id {
     /// The id of `text`, and whether `text` is a UUID (so [`Id`]'s `Display` reproduces it,
@@ -76,6 +99,14 @@ impl IdNames {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ids_serialise_as_16_bytes() {
+        let id = Id::from_text("00000000-0000-4000-8000-0000000000ff");
+        let bytes = rmp_serde::to_vec(&id).unwrap();
+        assert_eq!(bytes.len(), 18, "bin8 header + 16 bytes: {bytes:02x?}");
+        assert_eq!(rmp_serde::from_slice::<Id>(&bytes).unwrap(), id);
+    }
 
     #[test]
     fn uuid_and_non_uuid_ids_round_trip_through_names() {

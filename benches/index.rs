@@ -1,0 +1,162 @@
+//! Index benchmarks on generated transcripts (SPEC B4).
+//!
+//! Each group measures the indexed path and its baseline in the same run, so the ratio holds
+//! on a noisy machine:
+//! - `resume/*`: resume of a bounded view (compactions every ~2 MiB) inside files of growing
+//!   size, from the warm index vs a full scan (`--no-index`).
+//! - `rebuild/*`: indexing a file from zero vs the reference full scan (the parse floor).
+//! - `catch_up/*`: appending one message and catching the index up.
+//!
+//! Sizes: 10 MiB and 100 MiB by default; `CHAINLOG_BENCH_GIB=1` adds 1 GiB.
+//! Every benchmark first checks that the index answers exactly what the full scan answers.
+//! Index size / transcript size is printed once per file.
+
+use std::hint::black_box;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use chainlog::generate::{GenOptions, generate_to};
+use chainlog::{ResolveOptions, Store, Transcript, read_view, resolve};
+use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+
+const MIB: u64 = 1 << 20;
+
+fn sizes() -> Vec<u64> {
+    let mut s = vec![10 * MIB, 100 * MIB];
+    if std::env::var_os("CHAINLOG_BENCH_GIB").is_some() {
+        s.push(1024 * MIB);
+    }
+    s
+}
+
+/// A generated session of about `bytes`, written once into `dir`.
+fn transcript(dir: &Path, bytes: u64) -> PathBuf {
+    let path = dir.join(format!("projects/-bench/s{}.jsonl", bytes / MIB));
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let mut opts = GenOptions::everything(7, bytes);
+    opts.corruption = chainlog::generate::Corruption::default();
+    opts.compact_every_bytes = Some(2 * MIB);
+    let mut f = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
+    generate_to(&opts, &mut f).unwrap();
+    f.flush().unwrap();
+    path
+}
+
+fn index_bytes(dir: &Path) -> u64 {
+    std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.flatten()
+                .filter_map(|e| e.metadata().ok())
+                .map(|m| m.len())
+                .sum()
+        })
+        .unwrap_or(0)
+}
+
+fn check_same(store: &Store, path: &Path) {
+    let t = Transcript::open(path).unwrap();
+    let want = resolve(&t, ResolveOptions::default()).unwrap();
+    let got = store
+        .resolve_indexed(path, ResolveOptions::default())
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        got.resolution,
+        want,
+        "index and full scan disagree on {}",
+        path.display()
+    );
+}
+
+fn benches(c: &mut Criterion) {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut files = Vec::new();
+    for &size in &sizes() {
+        let path = transcript(tmp.path(), size);
+        let idx = tmp.path().join(format!("index-{}", size / MIB));
+        let store = Store::new(&idx);
+        store.catch_up(&path).unwrap();
+        check_same(&store, &path);
+        let len = std::fs::metadata(&path).unwrap().len();
+        #[expect(clippy::cast_precision_loss, reason = "a ratio for people")]
+        let ratio = index_bytes(&idx) as f64 / len as f64;
+        eprintln!(
+            "index size: {} bytes for a {len}-byte transcript = {:.2}% ({})",
+            index_bytes(&idx),
+            ratio * 100.0,
+            path.display()
+        );
+        files.push((size, path, store));
+    }
+
+    let mut g = c.benchmark_group("resume");
+    g.sample_size(10);
+    for (size, path, store) in &files {
+        let label = format!("{}MiB", size / MIB);
+        g.bench_with_input(BenchmarkId::new("index", &label), path, |b, path| {
+            b.iter(|| {
+                let a = store.resolve(path, ResolveOptions::default()).unwrap();
+                let view = read_view(path, &a.resolution.chain, &a.names).unwrap();
+                black_box(view.len())
+            });
+        });
+        g.bench_with_input(BenchmarkId::new("full_scan", &label), path, |b, path| {
+            b.iter(|| {
+                let t = Transcript::open(path).unwrap();
+                let r = resolve(&t, ResolveOptions::default()).unwrap();
+                let view = read_view(path, &r.chain, &t.names).unwrap();
+                black_box(view.len())
+            });
+        });
+    }
+    g.finish();
+
+    let mut g = c.benchmark_group("rebuild");
+    g.sample_size(10);
+    for (size, path, store) in &files {
+        let label = format!("{}MiB", size / MIB);
+        g.throughput(Throughput::Bytes(std::fs::metadata(path).unwrap().len()));
+        g.bench_with_input(BenchmarkId::new("index", &label), path, |b, path| {
+            b.iter(|| black_box(store.rebuild(path).unwrap().bytes));
+        });
+        g.bench_with_input(BenchmarkId::new("scan_floor", &label), path, |b, path| {
+            b.iter(|| black_box(Transcript::open(path).unwrap().rows.len()));
+        });
+    }
+    g.finish();
+
+    let mut g = c.benchmark_group("catch_up");
+    g.sample_size(20);
+    for (size, path, store) in &files {
+        let label = format!("{}MiB", size / MIB);
+        let mut n = 0u64;
+        g.bench_with_input(BenchmarkId::new("one_message", &label), path, |b, path| {
+            b.iter(|| {
+                n += 1;
+                append_message(path, n);
+                black_box(store.catch_up(path).unwrap().lines)
+            });
+        });
+        check_same(store, path);
+    }
+    g.finish();
+}
+
+/// Appends one user message continuing from nothing in particular (a new root is fine for
+/// the cost being measured).
+fn append_message(path: &Path, n: u64) {
+    let mut f = std::fs::OpenOptions::new().append(true).open(path).unwrap();
+    writeln!(
+        f,
+        r#"{{"parentUuid":null,"isSidechain":false,"userType":"external","cwd":"/bench","sessionId":"bench","version":"2.1.88","type":"user","message":{{"role":"user","content":"appended {n}"}},"uuid":"{}","timestamp":"2030-01-01T00:00:00.000Z"}}"#,
+        uuid_of(n)
+    )
+    .unwrap();
+}
+
+fn uuid_of(n: u64) -> String {
+    format!("00000000-0000-4000-8000-{n:012x}")
+}
+
+criterion_group!(index, benches);
+criterion_main!(index);

@@ -1,0 +1,304 @@
+//! Listing sessions (`chainlog ls`, `continue`, title lookups).
+//!
+//! # Design
+//! Discovery is a directory listing ([`super::discover`]); the per-file facts come from a
+//! callback, the seam between the semantics here and how the facts are obtained:
+//! [`super::facts::scan_session_facts`] scans with the reference loader, an index answers from
+//! its tables. The listing then joins what crosses files:
+//!
+//! 1. summaries written into another file of the project whose `leafUuid` names this
+//!    session's leaf (1.0.x–2.0.x) fill `summary` when the file has none of its own;
+//! 2. `agents` adds the agent files (`subagents/`, top-level 2.0.x files attached by the
+//!    `sessionId` inside them) and remote agents to the inline ones;
+//! 3. when the project was given as a working directory, sessions whose first `cwd` is another
+//!    directory with the same (lossy) key are left out.
+//!
+//! Agent and team transcripts are not sessions and are never listed. Empty and
+//! metadata-only files are listed (title `(session)`, or their custom title).
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use super::discover::{
+    self, ProjectDir, list_project, session_agent_files, top_level_agents_by_session,
+};
+use super::facts::SessionFacts;
+use super::paths::{key_matches, normalize_cwd, project_key, projects_root};
+use crate::error::{Error, Result};
+
+/// The order of a listing (newest first).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SortBy {
+    /// By the time of the last message (files without messages: their modification time).
+    #[default]
+    Modified,
+    /// By the time of the first message.
+    Created,
+}
+
+/// What [`list_sessions`] lists.
+#[derive(Debug, Clone, Default)]
+pub struct ListOptions {
+    /// A working directory (its project key is looked up) or a project directory. Ignored
+    /// with `all`; when neither is given, the current directory.
+    pub project: Option<PathBuf>,
+    /// Every project.
+    pub all: bool,
+    /// Keep sessions whose title, first prompt or last prompt contains this
+    /// (case-insensitive).
+    pub search: Option<String>,
+    /// Keep sessions with exactly this tag.
+    pub tag: Option<String>,
+    /// Keep sessions whose git branch is exactly this.
+    pub branch: Option<String>,
+    /// At most this many sessions (after sorting).
+    pub limit: Option<usize>,
+    /// The order.
+    pub sort: SortBy,
+}
+
+/// The per-file facts callback: the seam where an index plugs in.
+pub type FactsFn<'a> = dyn FnMut(&Path) -> Result<SessionFacts> + 'a;
+
+/// The project directories a listing covers, and the cwd that confirms them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Scope {
+    /// Project directories.
+    pub dirs: Vec<ProjectDir>,
+    /// When the project was given as a working directory: sessions must have this `cwd`
+    /// (or none).
+    pub cwd: Option<String>,
+}
+
+/// Resolves `--project` / `--all` / the current directory to project directories.
+///
+/// A directory directly under `<claude_dir>/projects` (or any directory holding session
+/// files) is a project directory; anything else is a working directory whose key is looked
+/// up (exactly, or by the `<first 200>-` prefix for long keys).
+pub fn resolve_scope(claude_dir: &Path, project: Option<&Path>, all: bool) -> Result<Scope> {
+    if all {
+        return Ok(Scope {
+            dirs: discover::project_dirs(claude_dir)?,
+            cwd: None,
+        });
+    }
+    let given = match project {
+        Some(p) => p.to_path_buf(),
+        None => std::env::current_dir().map_err(|e| Error::io(".", e))?,
+    };
+    if let Some(dir) = as_project_dir(claude_dir, &given) {
+        return Ok(Scope {
+            dirs: vec![dir],
+            cwd: None,
+        });
+    }
+    let cwd = normalize_cwd(&given);
+    let key = project_key(&cwd);
+    let dirs = discover::project_dirs(claude_dir)?
+        .into_iter()
+        .filter(|d| key_matches(&d.key, &key))
+        .collect();
+    Ok(Scope {
+        dirs,
+        cwd: Some(cwd),
+    })
+}
+
+/// `path` as a project directory: a real directory whose parent is the projects root.
+fn as_project_dir(claude_dir: &Path, path: &Path) -> Option<ProjectDir> {
+    let meta = std::fs::symlink_metadata(path).ok()?;
+    if !meta.is_dir() {
+        return None;
+    }
+    let root = std::fs::canonicalize(projects_root(claude_dir)).ok()?;
+    let real = std::fs::canonicalize(path).ok()?;
+    if real.parent() != Some(root.as_path()) {
+        return None;
+    }
+    Some(ProjectDir {
+        key: real.file_name()?.to_str()?.to_owned(),
+        path: path.to_path_buf(),
+    })
+}
+
+/// Lists the sessions of a scope with the facts callback, joined across files, filtered,
+/// sorted newest first and limited.
+pub fn list_sessions(
+    claude_dir: &Path,
+    opts: &ListOptions,
+    facts: &mut FactsFn<'_>,
+) -> Result<Vec<SessionFacts>> {
+    let scope = resolve_scope(claude_dir, opts.project.as_deref(), opts.all)?;
+    let mut out = list_scope(&scope, facts)?;
+    let needle = opts.search.as_deref().map(str::to_lowercase);
+    out.retain(|f| {
+        let search_ok = needle.as_deref().is_none_or(|n| {
+            [
+                Some(&f.title),
+                f.first_prompt.as_ref(),
+                f.last_prompt.as_ref(),
+            ]
+            .into_iter()
+            .flatten()
+            .any(|t| t.to_lowercase().contains(n))
+        });
+        search_ok
+            && opts
+                .tag
+                .as_deref()
+                .is_none_or(|t| f.tag.as_deref() == Some(t))
+            && opts
+                .branch
+                .as_deref()
+                .is_none_or(|b| f.git_branch.as_deref() == Some(b))
+    });
+    sort_sessions(&mut out, opts.sort);
+    if let Some(n) = opts.limit {
+        out.truncate(n);
+    }
+    Ok(out)
+}
+
+/// Sorts newest first by message time; sessions without a message (empty or metadata-only
+/// files) come after, newest file first; ties by path so the order is stable.
+///
+/// The two clocks are not mixed: a file's modification time moves when it is copied or
+/// checked out, a message time does not.
+pub fn sort_sessions(sessions: &mut [SessionFacts], by: SortBy) {
+    // RFC 3339 UTC strings of one fixed format order as their instants.
+    let key = |f: &SessionFacts| {
+        let message_time = match by {
+            SortBy::Modified => f.modified.clone(),
+            SortBy::Created => f.created.clone(),
+        };
+        match message_time {
+            Some(t) => (true, Some(t)),
+            None => (false, f.file_modified.clone()),
+        }
+    };
+    sessions.sort_by(|a, b| key(b).cmp(&key(a)).then_with(|| a.path.cmp(&b.path)));
+}
+
+/// Every listed session of the scope, joined across files, unfiltered and unsorted.
+pub fn list_scope(scope: &Scope, facts: &mut FactsFn<'_>) -> Result<Vec<SessionFacts>> {
+    let mut out = Vec::new();
+    for dir in &scope.dirs {
+        let mut sessions = list_dir(&dir.path, facts)?;
+        if let Some(cwd) = &scope.cwd {
+            sessions.retain(|f| f.cwd.as_deref().is_none_or(|c| same_dir(c, cwd)));
+        }
+        out.extend(sessions);
+    }
+    Ok(out)
+}
+
+fn same_dir(a: &str, b: &str) -> bool {
+    let t = |s: &str| {
+        let s = s.trim_end_matches('/');
+        if s.is_empty() {
+            "/".to_owned()
+        } else {
+            s.to_owned()
+        }
+    };
+    t(a) == t(b)
+}
+
+/// The listed sessions of one project directory, joined across its files.
+pub fn list_dir(dir: &Path, facts: &mut FactsFn<'_>) -> Result<Vec<SessionFacts>> {
+    let listing = list_project(dir)?;
+    let mut all = Vec::with_capacity(listing.sessions.len());
+    for path in &listing.sessions {
+        match facts_once_more_if_changed(path, facts) {
+            Ok(f) => all.push(f),
+            // Deleted between the listing and the read (Claude Code's cleanup): not listed.
+            Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e),
+        }
+    }
+    join_summaries(&mut all);
+    let top_level = top_level_agents_by_session(&listing)?;
+    let mut sessions: Vec<SessionFacts> = all.into_iter().filter(SessionFacts::is_listed).collect();
+    for f in &mut sessions {
+        let files = match listing
+            .session_dirs
+            .iter()
+            .find(|d| d.eq_ignore_ascii_case(&f.session_id))
+        {
+            Some(sid_dir) => session_agent_files(dir, sid_dir)?.len() as u64,
+            None => 0,
+        };
+        let beside = top_level
+            .get(&f.session_id.to_ascii_lowercase())
+            .map_or(0, Vec::len) as u64;
+        f.agents = f.inline_agents + files + beside;
+    }
+    Ok(sessions)
+}
+
+fn facts_once_more_if_changed(path: &Path, facts: &mut FactsFn<'_>) -> Result<SessionFacts> {
+    match facts(path) {
+        Err(Error::Changed { .. } | Error::BadEntry { .. }) => facts(path),
+        r => r,
+    }
+}
+
+/// Fills `summary` (and the title) of sessions without one from summaries other files of the
+/// project wrote about their leaf. The newest file's summary wins.
+fn join_summaries(all: &mut [SessionFacts]) {
+    let mut order: Vec<usize> = (0..all.len()).collect();
+    order.sort_by(|&a, &b| {
+        all[a]
+            .file_modified
+            .cmp(&all[b].file_modified)
+            .then_with(|| all[a].path.cmp(&all[b].path))
+    });
+    let mut by_leaf: HashMap<String, String> = HashMap::new();
+    for i in order {
+        for s in &all[i].foreign_summaries {
+            by_leaf.insert(s.leaf_uuid.to_ascii_lowercase(), s.summary.clone());
+        }
+    }
+    if by_leaf.is_empty() {
+        return;
+    }
+    for f in all.iter_mut().filter(|f| f.summary.is_none()) {
+        if let Some(s) = f
+            .tips
+            .iter()
+            .find_map(|t| by_leaf.get(&t.to_ascii_lowercase()))
+        {
+            f.summary = Some(s.clone());
+            f.title = f.pick_title();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scope_of_project_dir_cwd_and_all() {
+        let tmp = tempfile::tempdir().unwrap();
+        let claude = tmp.path();
+        let work = tmp.path().join("work.dir");
+        std::fs::create_dir_all(&work).unwrap();
+        let real = normalize_cwd(&work);
+        let key = project_key(&real);
+        std::fs::create_dir_all(claude.join("projects").join(&key)).unwrap();
+        std::fs::create_dir_all(claude.join("projects/-other")).unwrap();
+
+        let s = resolve_scope(claude, Some(&work), false).unwrap();
+        assert_eq!(s.dirs.len(), 1);
+        assert_eq!(s.dirs[0].key, key);
+        assert_eq!(s.cwd.as_deref(), Some(real.as_str()));
+
+        let s = resolve_scope(claude, Some(&claude.join("projects/-other")), false).unwrap();
+        assert_eq!((s.dirs[0].key.as_str(), s.cwd), ("-other", None));
+
+        assert_eq!(resolve_scope(claude, None, true).unwrap().dirs.len(), 2);
+        let none = resolve_scope(claude, Some(Path::new("/no/such/dir")), false).unwrap();
+        assert!(none.dirs.is_empty());
+    }
+}

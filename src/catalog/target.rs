@@ -1,0 +1,204 @@
+//! What a user means by `resume X` (SPEC A7, B5).
+//!
+//! `X` is tried, in order, as:
+//!
+//! | X | is | looked up by |
+//! |---|---|---|
+//! | an existing file | a PATH | the file system (the user typed a path) |
+//! | a UUID | a session id | comparing session file stems |
+//! | anything else that passes [`check_id`] | an agent id (`<id>` or `agent-<id>`) | comparing agent file stems |
+//! | any text | an exact title | comparing listed titles |
+//!
+//! Ids are never paths: an id is only compared with names read from directory listings, and
+//! an argument containing `..`, `/`, `\` or NUL can only be an existing file or a title. When it
+//! is neither, it is refused as an id (exit 2). A NUL byte or an empty argument is refused
+//! before anything is read. A title is only ever compared, never joined into a path.
+//!
+//! Lookups search the given project; without `--project`, the current directory's project
+//! first and then every project.
+
+use std::path::{Path, PathBuf};
+
+use super::discover::{
+    self, AgentLayout, ProjectDir, agent_id_of_file, is_uuid, list_project, session_agent_files,
+};
+use super::list::{FactsFn, Scope, list_scope, resolve_scope};
+use crate::error::{Error, Result, check_id};
+
+/// A resolved `resume` argument.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    /// A session file found by id or title.
+    Session {
+        /// The session id (the file stem).
+        session_id: String,
+        /// The session file.
+        path: PathBuf,
+    },
+    /// A sub-agent transcript found by agent id.
+    Agent {
+        /// The agent id.
+        agent_id: String,
+        /// Where it is stored.
+        layout: AgentLayout,
+        /// Its transcript.
+        path: PathBuf,
+        /// Its `.meta.json`, if any.
+        meta_path: Option<PathBuf>,
+    },
+    /// An existing file named by the argument.
+    File(PathBuf),
+}
+
+impl Target {
+    /// The transcript to read.
+    pub fn path(&self) -> &Path {
+        match self {
+            Target::Session { path, .. } | Target::Agent { path, .. } | Target::File(path) => path,
+        }
+    }
+}
+
+/// Resolves a `resume` argument (see the module docs for the order). `facts` is the same
+/// per-file callback [`super::list::list_sessions`] takes; it is used for title lookups only.
+pub fn resolve_target(
+    claude_dir: &Path,
+    project: Option<&Path>,
+    arg: &str,
+    facts: &mut FactsFn<'_>,
+) -> Result<Target> {
+    if arg.is_empty() || arg.contains('\0') {
+        check_id(arg)?;
+    }
+    if Path::new(arg).is_file() {
+        return Ok(Target::File(PathBuf::from(arg)));
+    }
+    let id_problem = check_id(arg).err();
+    let scopes = scopes(claude_dir, project)?;
+    for scope in &scopes {
+        if id_problem.is_none() {
+            if let Some(t) = by_session_id(&scope.dirs, arg)? {
+                return Ok(t);
+            }
+            if let Some(t) = by_agent_id(&scope.dirs, arg)? {
+                return Ok(t);
+            }
+        }
+        if let Some(t) = by_title(scope, arg, facts)? {
+            return Ok(t);
+        }
+    }
+    Err(id_problem
+        .unwrap_or_else(|| Error::NotFound(format!("no session, agent or title matches {arg:?}"))))
+}
+
+/// The given project; or the current directory's project, then every project.
+fn scopes(claude_dir: &Path, project: Option<&Path>) -> Result<Vec<Scope>> {
+    if project.is_some() {
+        return Ok(vec![resolve_scope(claude_dir, project, false)?]);
+    }
+    let mut here = resolve_scope(claude_dir, None, false)?;
+    // Ids are confirmed by name, titles by listing: the cwd filter would only hide matches.
+    here.cwd = None;
+    Ok(vec![here, resolve_scope(claude_dir, None, true)?])
+}
+
+fn by_session_id(dirs: &[ProjectDir], id: &str) -> Result<Option<Target>> {
+    if !is_uuid(id) {
+        return Ok(None);
+    }
+    let mut found = Vec::new();
+    for d in dirs {
+        for path in list_project(&d.path)?.sessions {
+            if discover::session_id_of(&path).is_some_and(|s| s.eq_ignore_ascii_case(id)) {
+                found.push(path);
+            }
+        }
+    }
+    one(id, found, |path| Target::Session {
+        session_id: discover::session_id_of(&path)
+            .unwrap_or_default()
+            .to_owned(),
+        path,
+    })
+}
+
+fn by_agent_id(dirs: &[ProjectDir], arg: &str) -> Result<Option<Target>> {
+    let id = arg.strip_prefix("agent-").unwrap_or(arg);
+    let mut found = Vec::new();
+    for d in dirs {
+        let listing = list_project(&d.path)?;
+        for path in &listing.agent_files {
+            let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            if agent_id_of_file(name) == Some(id) {
+                found.push((AgentLayout::TopLevel, path.clone(), None));
+            }
+        }
+        for sid in &listing.session_dirs {
+            for f in session_agent_files(&d.path, sid)? {
+                if let (Some(path), true) = (f.path, f.agent_id == id) {
+                    found.push((f.layout, path, f.meta_path));
+                }
+            }
+        }
+    }
+    let paths: Vec<PathBuf> = found.iter().map(|(_, p, _)| p.clone()).collect();
+    let Some(path) = one(arg, paths, |p| p)? else {
+        return Ok(None);
+    };
+    let (layout, path, meta_path) = found
+        .into_iter()
+        .find(|(_, p, _)| *p == path)
+        .expect("one of the found");
+    Ok(Some(Target::Agent {
+        agent_id: id.to_owned(),
+        layout,
+        path,
+        meta_path,
+    }))
+}
+
+fn by_title(scope: &Scope, title: &str, facts: &mut FactsFn<'_>) -> Result<Option<Target>> {
+    if scope.dirs.is_empty() {
+        return Ok(None);
+    }
+    let matches: Vec<_> = list_scope(scope, facts)?
+        .into_iter()
+        .filter(|f| f.title == title)
+        .collect();
+    match matches.len() {
+        0 => Ok(None),
+        1 => {
+            let f = matches.into_iter().next().expect("one");
+            Ok(Some(Target::Session {
+                session_id: f.session_id,
+                path: f.path,
+            }))
+        }
+        _ => Err(Error::Ambiguous {
+            what: format!("title {title:?}"),
+            candidates: matches
+                .iter()
+                .map(|f| format!("{}  {}", f.session_id, f.path.display()))
+                .collect(),
+        }),
+    }
+}
+
+/// Zero, one, or an ambiguity error listing the paths.
+fn one<T>(
+    what: &str,
+    mut found: Vec<PathBuf>,
+    make: impl FnOnce(PathBuf) -> T,
+) -> Result<Option<T>> {
+    found.sort();
+    found.dedup();
+    match found.len() {
+        0 => Ok(None),
+        1 => Ok(Some(make(found.remove(0)))),
+        _ => Err(Error::Ambiguous {
+            what: format!("{what:?}"),
+            candidates: found.iter().map(|p| p.display().to_string()).collect(),
+        }),
+    }
+}

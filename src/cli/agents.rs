@@ -1,0 +1,69 @@
+//! `chainlog agents`: the sub-agents of a session, in every layout.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use chainlog::{Error, Target};
+
+use super::{Cli, CliResult, write_json};
+
+#[derive(Debug, clap::Args)]
+pub struct AgentsArgs {
+    /// A session id, a session file or an exact session title.
+    pub target: String,
+    /// Look ids and titles up in this project: a working directory or a project directory.
+    #[arg(long, value_name = "DIR")]
+    pub project: Option<PathBuf>,
+}
+
+pub fn run(cli: &Cli, a: &AgentsArgs, out: &mut impl Write) -> CliResult {
+    let claude = chainlog::claude_dir(cli.claude_dir.as_deref())?;
+    let target = chainlog::resolve_target(
+        &claude,
+        a.project.as_deref(),
+        &a.target,
+        &mut chainlog::scan_session_facts,
+    )?;
+    if let Target::Agent { agent_id, .. } = &target {
+        return Err(Error::NotFound(format!(
+            "{agent_id} is an agent, not a session; `chainlog resume {agent_id}` shows it"
+        ))
+        .into());
+    }
+    let agents = chainlog::session_agents(target.path())?;
+    if cli.json {
+        for ag in &agents {
+            write_json(out, &serde_json::to_value(ag).unwrap_or_default())?;
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    if agents.is_empty() {
+        eprintln!("chainlog: {}: no sub-agents", target.path().display());
+        return Ok(ExitCode::SUCCESS);
+    }
+    writeln!(
+        out,
+        "{:<40}  {:<9}  {:<18}  {:>5}  {:<11}  description",
+        "agent", "layout", "type", "msgs", "status"
+    )?;
+    for ag in &agents {
+        let description: String = ag
+            .description
+            .as_deref()
+            .unwrap_or("-")
+            .chars()
+            .take(70)
+            .collect();
+        writeln!(
+            out,
+            "{:<40}  {:<9}  {:<18}  {:>5}  {:<11}  {description}",
+            ag.agent_id,
+            ag.layout.as_str(),
+            ag.agent_type.as_deref().unwrap_or("-"),
+            ag.message_count,
+            ag.status,
+        )?;
+    }
+    Ok(ExitCode::SUCCESS)
+}

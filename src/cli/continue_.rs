@@ -1,0 +1,48 @@
+//! `chainlog continue`: resume the newest session of a project (SPEC A7).
+//!
+//! "Newest" is by the time of the last message (`chainlog ls` order); sessions without a
+//! message to resume (empty or metadata-only files) are passed over.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use chainlog::{Error, ListOptions, SortBy};
+
+use super::resume::{ViewArgs, emit};
+use super::{Cli, CliResult};
+
+#[derive(Debug, clap::Args)]
+pub struct ContinueArgs {
+    /// The project: a working directory or a project directory (default: the current
+    /// directory).
+    #[arg(long, value_name = "DIR")]
+    pub project: Option<PathBuf>,
+    #[command(flatten)]
+    pub view: ViewArgs,
+}
+
+pub fn run(cli: &Cli, a: &ContinueArgs, out: &mut impl Write) -> CliResult {
+    a.view.check()?;
+    let claude = chainlog::claude_dir(cli.claude_dir.as_deref())?;
+    let opts = ListOptions {
+        project: a.project.clone(),
+        sort: SortBy::Modified,
+        ..ListOptions::default()
+    };
+    let sessions = chainlog::list_sessions(&claude, &opts, &mut chainlog::scan_session_facts)?;
+    let Some(newest) = sessions.iter().find(|f| f.leaf_uuid.is_some()) else {
+        let project = a
+            .project
+            .clone()
+            .or_else(|| std::env::current_dir().ok())
+            .unwrap_or_default();
+        return Err(
+            Error::NotFound(format!("no session to continue in {}", project.display())).into(),
+        );
+    };
+    eprintln!(
+        "chainlog: continuing {} ({})",
+        newest.session_id, newest.title
+    );
+    emit(cli, &newest.path, &a.view, out)
+}

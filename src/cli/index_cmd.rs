@@ -1,0 +1,173 @@
+//! `chainlog index`, `rebuild`, `verify`: maintain and check the index sidecars.
+
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use chainlog::{Error, verify};
+use serde_json::json;
+
+use super::{Cli, CliResult, write_json};
+
+#[derive(Debug, clap::Args)]
+pub struct PathsArgs {
+    /// Transcript files, project directories or a claude directory (default: every project).
+    pub paths: Vec<PathBuf>,
+}
+
+/// Every transcript under the given paths (files as given; directories walked).
+fn transcripts(cli: &Cli, a: &PathsArgs) -> Result<Vec<PathBuf>, Error> {
+    let roots: Vec<PathBuf> = if a.paths.is_empty() {
+        vec![super::claude_dir(cli).join("projects")]
+    } else {
+        a.paths.clone()
+    };
+    let mut out = Vec::new();
+    for root in roots {
+        if root.is_file() {
+            out.push(root);
+        } else if root.is_dir() {
+            walk(&root, &mut out);
+        } else {
+            return Err(Error::NotFound(format!(
+                "{}: no such file or directory",
+                root.display()
+            )));
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in rd.flatten() {
+        let Ok(ft) = e.file_type() else { continue };
+        let p = e.path();
+        if ft.is_dir() {
+            walk(&p, out);
+        } else if ft.is_file() && p.extension().is_some_and(|x| x == "jsonl") {
+            out.push(p);
+        }
+    }
+}
+
+/// What to do to each transcript.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verb {
+    Index,
+    Rebuild,
+    Verify,
+}
+
+pub fn run(cli: &Cli, a: &PathsArgs, verb: Verb, out: &mut impl Write) -> CliResult {
+    let store = super::store(cli);
+    let files = transcripts(cli, a)?;
+    let bar = progress_bar(files.len());
+    let mut failed = 0usize;
+    let mut differing = 0usize;
+    for path in &files {
+        if let Some(b) = &bar {
+            b.set_message(
+                path.file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default(),
+            );
+        }
+        match verb {
+            Verb::Index | Verb::Rebuild => {
+                let r = if verb == Verb::Index {
+                    store.catch_up(path)
+                } else {
+                    store.rebuild(path)
+                };
+                match r {
+                    Ok(c) if cli.json => write_json(
+                        out,
+                        &json!({"path": path, "bytes": c.bytes, "lines": c.lines, "reindexed": c.reindexed}),
+                    )?,
+                    Ok(c) => {
+                        if let Some(why) = c.reindexed {
+                            eprintln!(
+                                "chainlog: {}: indexed again from zero: {why}",
+                                path.display()
+                            );
+                        }
+                    }
+                    Err(e) => {
+                        failed += 1;
+                        eprintln!("chainlog: {e}");
+                    }
+                }
+            }
+            Verb::Verify => match verify(&store, path) {
+                Ok(diffs) => {
+                    if cli.json {
+                        write_json(
+                            out,
+                            &json!({"path": path, "ok": diffs.is_empty(),
+                                    "differences": diffs.iter().map(ToString::to_string).collect::<Vec<_>>()}),
+                        )?;
+                    } else {
+                        for d in &diffs {
+                            writeln!(out, "{}: {d}", path.display())?;
+                        }
+                    }
+                    if !diffs.is_empty() {
+                        differing += 1;
+                    }
+                }
+                Err(e) => {
+                    failed += 1;
+                    eprintln!("chainlog: {e}");
+                }
+            },
+        }
+        if let Some(b) = &bar {
+            b.inc(1);
+        }
+    }
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    if !cli.json {
+        let what = match verb {
+            Verb::Index => "indexed",
+            Verb::Rebuild => "rebuilt",
+            Verb::Verify => "verified",
+        };
+        eprintln!(
+            "chainlog: {what} {} transcript(s){}{}",
+            files.len(),
+            if failed > 0 {
+                format!(", {failed} failed")
+            } else {
+                String::new()
+            },
+            if differing > 0 {
+                format!(", {differing} differ from a full scan")
+            } else {
+                String::new()
+            },
+        );
+    }
+    Ok(if failed > 0 || differing > 0 {
+        ExitCode::from(2)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+fn progress_bar(n: usize) -> Option<indicatif::ProgressBar> {
+    if n < 2 || !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let b = indicatif::ProgressBar::new(n as u64);
+    b.set_style(
+        indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} {wide_msg}")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    Some(b)
+}

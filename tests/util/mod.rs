@@ -1,0 +1,99 @@
+//! Helpers shared by the integration tests: running the real binary, reading fixtures and
+//! printing ids readably in failure messages.
+
+#![allow(
+    dead_code,
+    reason = "each test binary uses a different subset of the helpers"
+)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use chainlog::{Id, IdNames};
+
+/// The crate root (where `fixtures/` lives).
+pub fn manifest_dir() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Runs the real `chainlog` binary with `args`, stdin closed.
+pub fn chainlog(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_chainlog"))
+        .args(args)
+        // Index sidecars go to the build's scratch folder, not the user's cache.
+        .env("XDG_CACHE_HOME", env!("CARGO_TARGET_TMPDIR"))
+        .stdin(Stdio::null())
+        .output()
+        .expect("the chainlog binary runs")
+}
+
+/// Runs `chainlog resume PATH --format uuids [extra...]` and returns the printed uuids, or a
+/// message with the exit status and stderr.
+pub fn cli_resume_uuids(path: &Path, extra: &[&str]) -> Result<Vec<String>, String> {
+    let p = path.to_str().expect("utf-8 path");
+    let mut args = vec!["resume", p, "--format", "uuids"];
+    args.extend_from_slice(extra);
+    let out = chainlog(&args);
+    if !out.status.success() {
+        return Err(format!(
+            "`chainlog {}` exited with {}: {}",
+            args.join(" "),
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    Ok(String::from_utf8(out.stdout)
+        .map_err(|e| format!("stdout is not UTF-8: {e}"))?
+        .lines()
+        .map(str::to_owned)
+        .collect())
+}
+
+/// Every file under `dir` (recursively) whose name ends with `suffix`, sorted.
+pub fn files_ending(dir: &Path, suffix: &str) -> Vec<PathBuf> {
+    fn walk(dir: &Path, suffix: &str, out: &mut Vec<PathBuf>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for e in entries.flatten() {
+            let path = e.path();
+            let Ok(ty) = e.file_type() else { continue };
+            if ty.is_dir() {
+                walk(&path, suffix, out);
+            } else if path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.ends_with(suffix))
+            {
+                out.push(path);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(dir, suffix, &mut out);
+    out.sort();
+    out
+}
+
+/// The printable text of ids, as the transcript wrote them.
+pub fn names(names: &IdNames, ids: impl IntoIterator<Item = Id>) -> Vec<String> {
+    ids.into_iter().map(|id| names.name(id)).collect()
+}
+
+/// The fixtures' readable uuids `00000000-0000-4000-8000-0000000000NN` shown as `NN`
+/// (anything else unchanged), so failure messages stay short.
+pub fn short(uuid: &str) -> String {
+    const PREFIX: &str = "00000000-0000-4000-8000-";
+    match uuid.strip_prefix(PREFIX) {
+        Some(tail) if tail.len() == 12 && tail.bytes().all(|b| b.is_ascii_digit()) => {
+            let n = tail.trim_start_matches('0');
+            format!("{n:0>2}")
+        }
+        _ => uuid.to_owned(),
+    }
+}
+
+/// [`short`] over a list.
+pub fn shorts<S: AsRef<str>>(uuids: &[S]) -> Vec<String> {
+    uuids.iter().map(|u| short(u.as_ref())).collect()
+}
