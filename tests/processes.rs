@@ -16,7 +16,7 @@ const ROLE: &str = "CHAINLOG_CHILD_ROLE";
 fn line(n: u64, parent: Option<u64>) -> String {
     let id = |n: u64| format!("00000000-0000-4000-8000-{n:012x}");
     let parent = parent.map_or("null".to_owned(), |p| format!("\"{}\"", id(p)));
-    let (ty, content) = if n % 2 == 0 {
+    let (ty, content) = if n.is_multiple_of(2) {
         ("user", format!("\"prompt {n}\""))
     } else {
         (
@@ -97,10 +97,10 @@ fn read_acks(child: &mut std::process::Child, want: u64) -> Vec<u64> {
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         for l in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if let Some(n) = l.strip_prefix("acked ") {
-                if tx.send(n.parse::<u64>().unwrap()).is_err() {
-                    return;
-                }
+            if let Some(n) = l.strip_prefix("acked ")
+                && tx.send(n.parse::<u64>().unwrap()).is_err()
+            {
+                return;
             }
         }
     });

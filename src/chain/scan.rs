@@ -106,15 +106,12 @@ impl Transcript {
                 }
                 let uuid = head.uuid;
                 let row = MessageRow { head, pos };
-                match self.index.get(&uuid) {
-                    Some(&i) => {
-                        self.duplicates.push(uuid);
-                        self.rows[i] = row;
-                    }
-                    None => {
-                        self.index.insert(uuid, self.rows.len());
-                        self.rows.push(row);
-                    }
+                if let Some(&i) = self.index.get(&uuid) {
+                    self.duplicates.push(uuid);
+                    self.rows[i] = row;
+                } else {
+                    self.index.insert(uuid, self.rows.len());
+                    self.rows.push(row);
                 }
             }
         }

@@ -18,7 +18,7 @@ use clap::{Parser, Subcommand};
 #[derive(Debug, Parser)]
 #[command(name = "chainlog", version, about)]
 pub struct Cli {
-    /// Claude config directory (default: $CLAUDE_CONFIG_DIR, else ~/.claude).
+    /// Claude config directory (default: $`CLAUDE_CONFIG_DIR`, else ~/.claude).
     #[arg(long, global = true, value_name = "DIR")]
     pub claude_dir: Option<PathBuf>,
     /// Where index sidecars live (default: a `chainlog` folder in the user cache directory).
@@ -87,11 +87,11 @@ pub fn main() -> ExitCode {
     let flushed = out.flush();
     match result {
         Ok(code) => {
-            if let Err(e) = flushed {
-                if e.kind() != std::io::ErrorKind::BrokenPipe {
-                    eprintln!("chainlog: {e}");
-                    return ExitCode::from(2);
-                }
+            if let Err(e) = flushed
+                && e.kind() != std::io::ErrorKind::BrokenPipe
+            {
+                eprintln!("chainlog: {e}");
+                return ExitCode::from(2);
             }
             code
         }

@@ -40,12 +40,15 @@ pub fn clear(txn: &WriteTransaction, f: u32) -> Result<(), redb::Error> {
 #[derive(Debug)]
 pub struct Damaged;
 
+/// Rows in map order and legacy progress entries (uuid → own parent).
+pub type Rows = (Vec<MessageRow>, HashMap<Id, Option<Id>>);
+
 /// Loads every row and progress entry of file `f` (rows in map order).
 pub fn load_rows(
     rows_t: &impl ReadableTable<(u32, u32), &'static [u8]>,
     progress_t: &impl ReadableTable<(u32, [u8; 16]), &'static [u8]>,
     f: u32,
-) -> Result<Result<(Vec<MessageRow>, HashMap<Id, Option<Id>>), Damaged>, redb::Error> {
+) -> Result<Result<Rows, Damaged>, redb::Error> {
     let mut rows = Vec::new();
     for item in rows_t.range((f, 0)..=(f, u32::MAX))? {
         let (k, v) = item?;

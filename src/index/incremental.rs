@@ -265,16 +265,14 @@ fn plan(
             if progress.get((f, p.0))?.is_some() || t.st.segment_anchor == Some(p) {
                 return Err(Decline);
             }
-            match t.uuids.get((f, p.0))?.map(|v| v.value()) {
-                Some(pseq) => {
-                    if t.live(p)? != Some(pseq) {
-                        return Err(Decline); // removed by a snip or dropped by a compaction
-                    }
-                    if let Some(turn) = t.first_turn_at_or_above(t.row(pseq)?)? {
-                        candidates.push(turn);
-                    }
+            // A dangling parent is a chain break: nothing above it to update.
+            if let Some(pseq) = t.uuids.get((f, p.0))?.map(|v| v.value()) {
+                if t.live(p)? != Some(pseq) {
+                    return Err(Decline); // removed by a snip or dropped by a compaction
                 }
-                None => {} // a dangling parent: a chain break, nothing above to update
+                if let Some(turn) = t.first_turn_at_or_above(t.row(pseq)?)? {
+                    candidates.push(turn);
+                }
             }
         }
         if h.kind.is_turn() {

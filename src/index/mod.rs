@@ -140,16 +140,14 @@ impl Store {
     fn guarded<T>(&self, transcript: &Path, op: impl Fn() -> Result<T>) -> Result<T> {
         let db_path = self.db_path(transcript);
         for _ in 0..2 {
-            match std::panic::catch_unwind(std::panic::AssertUnwindSafe(&op)) {
-                Ok(r) => return r,
-                Err(_) => {
-                    eprintln!(
-                        "chainlog: note: index {} is damaged; rebuilding it",
-                        db_path.display()
-                    );
-                    let _ = std::fs::remove_file(&db_path);
-                }
+            if let Ok(r) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(&op)) {
+                return r;
             }
+            eprintln!(
+                "chainlog: note: index {} is damaged; rebuilding it",
+                db_path.display()
+            );
+            let _ = std::fs::remove_file(&db_path);
         }
         Err(Error::Index {
             path: db_path,
@@ -160,24 +158,23 @@ impl Store {
     fn catch_up_unguarded(&self, transcript: &Path) -> Result<CatchUp> {
         let db_path = self.db_path(transcript);
         let stat = Stat::of(transcript)?;
-        if let Some(ro) = open::open_read_only(&db_path) {
-            if read_state(&ro, &Self::key(transcript)).is_some_and(|st| stat.unchanged(&st, false))
-            {
-                return Ok(CatchUp::default());
-            }
+        if let Some(ro) = open::open_read_only(&db_path)
+            && read_state(&ro, &Self::key(transcript)).is_some_and(|st| stat.unchanged(&st, false))
+        {
+            return Ok(CatchUp::default());
         }
         let db = IndexDb::open(&db_path)?;
-        Ok(self.catch_up_in(&db, transcript)?.0)
+        Ok(Self::catch_up_in(&db, transcript)?.0)
     }
 
-    fn catch_up_in(&self, db: &IndexDb, transcript: &Path) -> Result<(CatchUp, FileState)> {
+    fn catch_up_in(db: &IndexDb, transcript: &Path) -> Result<(CatchUp, FileState)> {
         let key = Self::key(transcript);
         let stat = Stat::of(transcript)?;
         // Fast path: nothing changed since the last catch-up (a stat, no write transaction).
-        if let Some(st) = self.state(db, &key)? {
-            if stat.unchanged(&st, false) {
-                return Ok((CatchUp::default(), st));
-            }
+        if let Some(st) = Self::state(db, &key)?
+            && stat.unchanged(&st, false)
+        {
+            return Ok((CatchUp::default(), st));
         }
         for attempt in 0..2 {
             let txn = db.db.begin_write().map_err(|e| db.err(e))?;
@@ -201,7 +198,7 @@ impl Store {
         unreachable!("the loop returns")
     }
 
-    fn state(&self, db: &IndexDb, key: &str) -> Result<Option<FileState>> {
+    fn state(db: &IndexDb, key: &str) -> Result<Option<FileState>> {
         let txn = db.db.begin_read().map_err(|e| db.err(e))?;
         let files = match txn.open_table(FILES) {
             Ok(t) => t,
@@ -230,7 +227,7 @@ impl Store {
             }
         }
         txn.commit().map_err(|e| db.err(e))?;
-        Ok(self.catch_up_in(&db, transcript)?.0)
+        Ok(Self::catch_up_in(&db, transcript)?.0)
     }
 
     /// Resolves the chain of `transcript`, from the index when it can be used.
@@ -267,15 +264,15 @@ impl Store {
         let stat = Stat::of(transcript)?;
         if let Some(ro) = open::open_read_only(&db_path) {
             let st = read_state(&ro, &key);
-            if let Some(st) = st.filter(|st| stat.unchanged(st, false)) {
-                if let Some(a) = query(&ro, st, transcript, opts)? {
-                    return Ok(Some(a));
-                }
+            if let Some(st) = st.filter(|st| stat.unchanged(st, false))
+                && let Some(a) = query(&ro, st, transcript, opts)?
+            {
+                return Ok(Some(a));
             }
         }
         let db = IndexDb::open(&db_path)?;
         for _ in 0..2 {
-            let (_, st) = self.catch_up_in(&db, transcript)?;
+            let (_, st) = Self::catch_up_in(&db, transcript)?;
             if let Some(a) = query(&db.db, st, transcript, opts)? {
                 return Ok(Some(a));
             }
@@ -312,10 +309,10 @@ fn query(
     let res = resolve_graph(&graph, opts, &names, || {
         let (rows, progress) = full_rows.get_or_init(|| {
             let tables = txn.open_table(ROWS).ok().zip(txn.open_table(PROGRESS).ok());
-            if let Some((r, p)) = tables {
-                if let Ok(Ok(v)) = derive::load_rows(&r, &p, f) {
-                    return v;
-                }
+            if let Some((r, p)) = tables
+                && let Ok(Ok(v)) = derive::load_rows(&r, &p, f)
+            {
+                return v;
             }
             loaded_ok.set(false);
             Default::default()

@@ -82,12 +82,11 @@ impl IndexGraph {
     }
 
     fn has_derived(&self, kind: u8, id: Id) -> bool {
-        match self.derived.get((self.f(), kind, id.0)) {
-            Ok(v) => v.is_some(),
-            Err(_) => {
-                self.damage();
-                false
-            }
+        if let Ok(v) = self.derived.get((self.f(), kind, id.0)) {
+            v.is_some()
+        } else {
+            self.damage();
+            false
         }
     }
 
@@ -105,12 +104,11 @@ impl IndexGraph {
         };
         let mut out = Vec::new();
         for item in iter {
-            match item {
-                Ok((k, _)) => out.push(seq_of(k.value()) as usize),
-                Err(_) => {
-                    self.damage();
-                    return Vec::new();
-                }
+            if let Ok((k, _)) = item {
+                out.push(seq_of(k.value()) as usize)
+            } else {
+                self.damage();
+                return Vec::new();
             }
         }
         out
@@ -154,12 +152,11 @@ fn placeholder() -> MessageRow {
 
 impl Graph for IndexGraph {
     fn get(&self, id: Id) -> Option<usize> {
-        let seq = match self.uuids.get((self.f(), id.0)) {
-            Ok(v) => v?.value(),
-            Err(_) => {
-                self.damage();
-                return None;
-            }
+        let seq = if let Ok(v) = self.uuids.get((self.f(), id.0)) {
+            v?.value()
+        } else {
+            self.damage();
+            return None;
         };
         let dropped = self.st.drop_before.is_some_and(|b| seq < b)
             && !self.has_derived(derived::PRESERVED, id);
@@ -273,11 +270,11 @@ impl Graph for IndexGraph {
     fn newest_leaf(&self, sidechain_ok: bool) -> Option<usize> {
         let f = self.f();
         let last = |side: u8| -> Option<(u64, u32)> {
-            match self
+            if let Ok(mut r) = self
                 .leaf_times
                 .range((f, side, 0, 0)..=(f, side, u64::MAX, u32::MAX))
             {
-                Ok(mut r) => match r.next_back() {
+                match r.next_back() {
                     Some(Ok((k, _))) => {
                         let (_, _, ts, seq) = k.value();
                         Some((ts, seq))
@@ -287,11 +284,10 @@ impl Graph for IndexGraph {
                         None
                     }
                     None => None,
-                },
-                Err(_) => {
-                    self.damage();
-                    None
                 }
+            } else {
+                self.damage();
+                None
             }
         };
         let main = last(0);

@@ -71,7 +71,7 @@ pub fn create_all(txn: &redb::WriteTransaction) -> Result<(), redb::TableError> 
 
 /// A timestamp as a key that sorts like the signed value.
 pub fn sortable_ts(ts: i64) -> u64 {
-    (ts as u64) ^ (1 << 63)
+    ts.cast_unsigned() ^ (1 << 63)
 }
 
 /// Kinds of rows in [`DERIVED`].

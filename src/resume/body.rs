@@ -2,7 +2,7 @@
 //!
 //! Only the lines of the returned view are read (`pread` at the recorded offset). An entry
 //! whose parent or usage the projections changed is re-serialised with key order kept
-//! (serde_json `preserve_order`); every other entry is returned byte-for-byte as written.
+//! (`serde_json` `preserve_order`); every other entry is returned byte-for-byte as written.
 
 use std::fs::File;
 use std::os::unix::fs::FileExt;
@@ -104,21 +104,20 @@ fn project(raw: &[u8], link: &Link, names: &IdNames) -> Option<Vec<u8>> {
             .map_or(Value::Null, |p| Value::String(names.name(p)));
         obj.insert("parentUuid".into(), parent);
     }
-    if link.zero_usage {
-        if let Some(usage) = obj
+    if link.zero_usage
+        && let Some(usage) = obj
             .get_mut("message")
             .and_then(|m| m.get_mut("usage"))
             .and_then(Value::as_object_mut)
-        {
-            for k in [
-                "input_tokens",
-                "output_tokens",
-                "cache_creation_input_tokens",
-                "cache_read_input_tokens",
-            ] {
-                if usage.contains_key(k) {
-                    usage.insert(k.into(), Value::from(0));
-                }
+    {
+        for k in [
+            "input_tokens",
+            "output_tokens",
+            "cache_creation_input_tokens",
+            "cache_read_input_tokens",
+        ] {
+            if usage.contains_key(k) {
+                usage.insert(k.into(), Value::from(0));
             }
         }
     }

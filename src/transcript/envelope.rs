@@ -6,7 +6,7 @@
 //! body (`IgnoredAny`), and the body is only needed for the lines a caller actually returns.
 //! [`parse_line`] turns one framed line into an [`Entry`]: either a [`MessageHead`] (a compact,
 //! owned, fixed-size summary that both the reference loader and the index store) or a
-//! [`MetaEntry`] (a metadata line, merged per SPEC A2). Lines that serde_json refuses are
+//! [`MetaEntry`] (a metadata line, merged per SPEC A2). Lines that `serde_json` refuses are
 //! retried once through [`super::lossy::repair`] before being reported as bad.
 
 use std::borrow::Cow;
@@ -163,7 +163,7 @@ pub enum Entry {
 /// Why a line was not usable.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum LineProblem {
-    /// Not JSON (torn write, NUL run, glued records...). Carries serde_json's message.
+    /// Not JSON (torn write, NUL run, glued records...). Carries `serde_json`'s message.
     Json(String),
     /// Valid JSON but not an object.
     NotAnObject,
@@ -287,6 +287,10 @@ struct RawSnip<'a> {
 
 /// What the content of a message holds, without keeping it.
 #[derive(Default, Clone, Copy)]
+#[expect(
+    clippy::struct_excessive_bools,
+    reason = "independent facts about one content"
+)]
 struct ContentProbe {
     tool_result: bool,
     tool_use: bool,
@@ -328,11 +332,9 @@ impl<'de> Deserialize<'de> for ContentProbe {
                     match b.ty.as_deref() {
                         Some("tool_result") => p.tool_result = true,
                         Some("tool_use") => p.tool_use = true,
-                        Some("text") => {
-                            if b.text.as_deref().is_some_and(|t| !t.trim().is_empty()) {
-                                p.visible_user = true;
-                                p.visible_text_block = true;
-                            }
+                        Some("text") if b.text.as_deref().is_some_and(|t| !t.trim().is_empty()) => {
+                            p.visible_user = true;
+                            p.visible_text_block = true;
                         }
                         Some("image" | "document") => p.visible_user = true,
                         _ => {}
@@ -462,15 +464,15 @@ fn parse_strict(bytes: &[u8], names: &mut IdNames) -> Result<Result<Entry, LineP
         };
     }
     let raw: RawEnvelope<'_> = serde_json::from_slice(bytes).map_err(|e| e.to_string())?;
-    Ok(classify(raw, names))
+    Ok(classify(&raw, names))
 }
 
-fn classify(raw: RawEnvelope<'_>, names: &mut IdNames) -> Result<Entry, LineProblem> {
+fn classify(raw: &RawEnvelope<'_>, names: &mut IdNames) -> Result<Entry, LineProblem> {
     let Some(ty) = raw.ty.as_deref() else {
         return Err(LineProblem::MissingType);
     };
     let Some(kind) = Kind::of(ty) else {
-        return Ok(Entry::Meta(meta_entry(ty, &raw, names)));
+        return Ok(Entry::Meta(meta_entry(ty, raw, names)));
     };
     let Some(uuid) = raw.uuid.as_deref() else {
         return Err(LineProblem::MissingUuid);

@@ -149,10 +149,10 @@ impl Framer {
         if let Some(stripped) = content.strip_suffix(b"\r") {
             content = stripped;
         }
-        if offset == 0 {
-            if let Some(stripped) = content.strip_prefix(UTF8_BOM) {
-                content = stripped;
-            }
+        if offset == 0
+            && let Some(stripped) = content.strip_prefix(UTF8_BOM)
+        {
+            content = stripped;
         }
         if content.iter().all(u8::is_ascii_whitespace) {
             return;

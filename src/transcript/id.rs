@@ -87,7 +87,7 @@ impl IdNames {
     pub fn name(&self, id: Id) -> String {
         self.0
             .get(&id)
-            .map_or_else(|| id.to_string(), |s| s.to_string())
+            .map_or_else(|| id.to_string(), std::string::ToString::to_string)
     }
 
     /// Non-canonical names, for storing beside an index.

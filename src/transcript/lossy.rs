@@ -1,8 +1,8 @@
-//! Lossy repair of lines serde_json refuses but Claude Code (JavaScript) accepts.
+//! Lossy repair of lines `serde_json` refuses but Claude Code (JavaScript) accepts.
 //!
 //! Real transcripts contain lone UTF-16 surrogate escapes (`"\ud83d"` alone, a truncation that
 //! split an emoji) and, rarely, invalid UTF-8. JavaScript's `JSON.parse` accepts both (the
-//! bytes were decoded lossily when the file was read). serde_json rejects them, so instead of
+//! bytes were decoded lossily when the file was read). `serde_json` rejects them, so instead of
 //! dropping the message we rewrite the line: a lone surrogate escape becomes `\ufffd` and an
 //! invalid UTF-8 sequence becomes U+FFFD. The repaired line is only used for parsing; the
 //! file is never changed.
@@ -17,29 +17,29 @@ pub fn repair(line: &[u8]) -> Option<Vec<u8>> {
     while i < bytes.len() {
         let b = bytes[i];
         if b == b'\\' && i + 1 < bytes.len() {
-            if bytes[i + 1] == b'u' {
-                if let Some(cu) = hex4(bytes, i + 2) {
-                    if (0xD800..0xDC00).contains(&cu) {
-                        // A high surrogate must be followed by an escaped low surrogate.
-                        let paired = bytes.get(i + 6) == Some(&b'\\')
-                            && bytes.get(i + 7) == Some(&b'u')
-                            && hex4(bytes, i + 8).is_some_and(|lo| (0xDC00..0xE000).contains(&lo));
-                        if paired {
-                            out.extend_from_slice(&bytes[i..i + 12]);
-                            i += 12;
-                        } else {
-                            out.extend_from_slice(b"\\ufffd");
-                            changed = true;
-                            i += 6;
-                        }
-                        continue;
-                    }
-                    if (0xDC00..0xE000).contains(&cu) {
+            if bytes[i + 1] == b'u'
+                && let Some(cu) = hex4(bytes, i + 2)
+            {
+                if (0xD800..0xDC00).contains(&cu) {
+                    // A high surrogate must be followed by an escaped low surrogate.
+                    let paired = bytes.get(i + 6) == Some(&b'\\')
+                        && bytes.get(i + 7) == Some(&b'u')
+                        && hex4(bytes, i + 8).is_some_and(|lo| (0xDC00..0xE000).contains(&lo));
+                    if paired {
+                        out.extend_from_slice(&bytes[i..i + 12]);
+                        i += 12;
+                    } else {
                         out.extend_from_slice(b"\\ufffd");
                         changed = true;
                         i += 6;
-                        continue;
                     }
+                    continue;
+                }
+                if (0xDC00..0xE000).contains(&cu) {
+                    out.extend_from_slice(b"\\ufffd");
+                    changed = true;
+                    i += 6;
+                    continue;
                 }
             }
             // Any other escape: copy both bytes so `\\u` is never misread.

@@ -129,10 +129,10 @@ impl Metadata {
                     .push(r);
             }
             (ty, Merge::LastWins) => {
-                if ty == "last-prompt" {
-                    if let Some(leaf) = e.leaf {
-                        self.leaf_checkpoints.push((leaf, pos));
-                    }
+                if ty == "last-prompt"
+                    && let Some(leaf) = e.leaf
+                {
+                    self.leaf_checkpoints.push((leaf, pos));
                 }
                 self.by_session.insert((e.ty.clone(), session), r);
             }
