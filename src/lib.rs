@@ -61,6 +61,7 @@ pub use chain::{
     Transcript, UnknownLeaf, View, leaf_report, resolve,
 };
 pub use error::{Error, Position, Result, check_id};
+pub use index::facts::FactsCache;
 pub use index::ingest::CatchUp;
 pub use index::schema::INDEX_SCHEMA_VERSION;
 pub use index::verify::{Difference, verify};
@@ -71,3 +72,4 @@ pub use resume::{
 pub use transcript::envelope::{Flags, Kind, LineProblem, hash64};
 pub use transcript::frame::LinePos;
 pub use transcript::id::{Id, IdNames};
+pub use transcript::upgrade::{STEPS as UPGRADE_STEPS, upgrade};

@@ -29,7 +29,10 @@ pub fn run(cli: &Cli, a: &ContinueArgs, out: &mut impl Write) -> CliResult {
         sort: SortBy::Modified,
         ..ListOptions::default()
     };
-    let sessions = chainlog::list_sessions(&claude, &opts, &mut chainlog::scan_session_facts)?;
+    let store = super::store(cli);
+    let mut cache = chainlog::FactsCache::new(&store);
+    let sessions = chainlog::list_sessions(&claude, &opts, &mut |p| cache.facts(p))?;
+    cache.flush()?;
     let Some(newest) = sessions.iter().find(|f| f.leaf_uuid.is_some()) else {
         let project = a
             .project

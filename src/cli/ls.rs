@@ -57,7 +57,10 @@ pub fn run(cli: &Cli, a: &LsArgs, out: &mut impl Write) -> CliResult {
             SortArg::Created => SortBy::Created,
         },
     };
-    let sessions = chainlog::list_sessions(&claude, &opts, &mut chainlog::scan_session_facts)?;
+    let store = super::store(cli);
+    let mut cache = chainlog::FactsCache::new(&store);
+    let sessions = chainlog::list_sessions(&claude, &opts, &mut |p| cache.facts(p))?;
+    cache.flush()?;
     if cli.json {
         for f in &sessions {
             write_json(out, &f.to_listing_json())?;

@@ -31,6 +31,9 @@ use crate::transcript::envelope::{Entry, Flags, Kind, parse_line};
 use crate::transcript::frame::{FrameSummary, Framer};
 use crate::transcript::id::IdNames;
 
+/// Batches of at most this many new rows update the projections in place.
+const INCREMENTAL_MAX_ROWS: usize = 256;
+
 /// What a catch-up did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CatchUp {
@@ -183,16 +186,20 @@ pub fn catch_up(
     if stat.len > st.indexed_len {
         let before = st.indexed_len;
         let mut batch = Batch::default();
-        let summary = ingest_from(txn, &file, &mut st, stat.len, &mut batch)?;
+        let (summary, hashed) = ingest_from(txn, &file, &mut st, stat.len, &mut batch)?;
         report.bytes = summary.complete_len - before;
         report.lines = summary.lines;
         st.torn_tail = summary.torn_tail;
-        update_fingerprint(txn, &file, &mut st, before, summary.complete_len)?;
+        update_fingerprint(txn, &file, &mut st, &hashed, summary.complete_len)?;
         st.indexed_len = summary.complete_len;
         st.lines += summary.lines;
         if batch.structural || !batch.new_rows.is_empty() {
-            let done =
-                !batch.structural && super::incremental::extend(txn, &mut st, &batch.new_rows)?;
+            // Large batches (a first index, a long absence) re-derive in one pass: cheaper than
+            // many local updates.
+            let small = batch.new_rows.len() <= INCREMENTAL_MAX_ROWS;
+            let done = !batch.structural
+                && small
+                && super::incremental::extend(txn, &mut st, &batch.new_rows)?;
             if !done {
                 super::derive::derive(txn, &mut st)?;
             }
@@ -210,28 +217,72 @@ fn restart(txn: &WriteTransaction, f: u32) -> Result<FileState, redb::Error> {
     })
 }
 
-/// Hashes complete chunks between `from` and `to` and the partial tail chunk at `to`.
+/// A reader that fingerprints the bytes passing through it, chunk by chunk.
+struct HashingReader<R> {
+    inner: R,
+    /// Absolute offset of the next byte.
+    pos: u64,
+    hasher: blake3::Hasher,
+    /// Complete chunks: `(chunk no., hash)`.
+    done: Vec<(u64, [u8; 16])>,
+}
+
+impl<R: Read> HashingReader<R> {
+    /// Starts hashing at the chunk boundary below `from`; `prefix` holds the bytes from that
+    /// boundary up to `from`.
+    fn new(inner: R, from: u64, prefix: &[u8]) -> Self {
+        let mut hasher = blake3::Hasher::new();
+        hasher.update(prefix);
+        HashingReader {
+            inner,
+            pos: from,
+            hasher,
+            done: Vec::new(),
+        }
+    }
+}
+
+impl<R: Read> Read for HashingReader<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        let mut rest = &buf[..n];
+        while !rest.is_empty() {
+            let room = (CHUNK_SIZE - self.pos % CHUNK_SIZE) as usize;
+            let take = room.min(rest.len());
+            self.hasher.update(&rest[..take]);
+            self.pos += take as u64;
+            rest = &rest[take..];
+            if self.pos.is_multiple_of(CHUNK_SIZE) {
+                let mut h = [0u8; 16];
+                h.copy_from_slice(&self.hasher.finalize().as_bytes()[..16]);
+                self.done.push((self.pos / CHUNK_SIZE - 1, h));
+                self.hasher.reset();
+            }
+        }
+        Ok(n)
+    }
+}
+
+/// Stores the chunk hashes that lie inside the indexed prefix `..to`, and the hash of the
+/// partial chunk ending at `to` (read again: at most 64 KiB).
 fn update_fingerprint(
     txn: &WriteTransaction,
     file: &File,
     st: &mut FileState,
-    from: u64,
+    hashed: &[(u64, [u8; 16])],
     to: u64,
 ) -> Result<(), IngestError> {
     let mut chunks = txn.open_table(CHUNKS)?;
-    let mut n = from / CHUNK_SIZE;
-    let mut buf = vec![0u8; CHUNK_SIZE as usize];
-    while (n + 1) * CHUNK_SIZE <= to {
-        file.read_exact_at(&mut buf, n * CHUNK_SIZE)
-            .map_err(|e| IngestError::Io(Error::io("transcript", e)))?;
-        chunks.insert((st.file, n), hash16(&buf))?;
-        n += 1;
+    for &(n, h) in hashed {
+        if (n + 1) * CHUNK_SIZE <= to {
+            chunks.insert((st.file, n), h)?;
+        }
     }
     let base = to / CHUNK_SIZE * CHUNK_SIZE;
-    let tail = &mut buf[..(to - base) as usize];
-    file.read_exact_at(tail, base)
+    let mut tail = vec![0u8; (to - base) as usize];
+    file.read_exact_at(&mut tail, base)
         .map_err(|e| IngestError::Io(Error::io("transcript", e)))?;
-    st.tail_hash = hash16(tail);
+    st.tail_hash = hash16(&tail);
     Ok(())
 }
 
@@ -253,7 +304,7 @@ fn ingest_from(
     st: &mut FileState,
     len: u64,
     batch: &mut Batch,
-) -> Result<FrameSummary, IngestError> {
+) -> Result<(FrameSummary, Vec<(u64, [u8; 16])>), IngestError> {
     let mut rows = txn.open_table(ROWS)?;
     let mut uuids = txn.open_table(UUIDS)?;
     let mut children = txn.open_table(CHILDREN)?;
@@ -265,13 +316,19 @@ fn ingest_from(
     let f = st.file;
     let mut names = IdNames::default();
     let mut failure: Option<redb::Error> = None;
+    let base = st.indexed_len / CHUNK_SIZE * CHUNK_SIZE;
+    let mut prefix = vec![0u8; (st.indexed_len - base) as usize];
+    file.read_exact_at(&mut prefix, base)
+        .map_err(|e| IngestError::Io(Error::io("transcript", e)))?;
     let mut reader = file;
     reader
         .seek(SeekFrom::Start(st.indexed_len))
         .map_err(|e| IngestError::Io(Error::io("transcript", e)))?;
+    let mut hashing =
+        HashingReader::new(reader.take(len - st.indexed_len), st.indexed_len, &prefix);
     let framer = Framer::resume_at(st.indexed_len, st.lines);
     let summary = framer
-        .frame_reader(reader.take(len - st.indexed_len), |line| {
+        .frame_reader(&mut hashing, |line| {
             if failure.is_some() {
                 return;
             }
@@ -349,7 +406,7 @@ fn ingest_from(
     for (id, text) in names.iter() {
         names_t.insert((f, id.0), text)?;
     }
-    Ok(summary)
+    Ok((summary, hashing.done))
 }
 
 /// A catch-up failure: the index (retry or rebuild) or the transcript (report).

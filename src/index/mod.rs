@@ -19,6 +19,7 @@
 
 pub mod codec;
 pub mod derive;
+pub mod facts;
 pub mod incremental;
 pub mod ingest;
 pub mod open;
@@ -123,7 +124,7 @@ impl Store {
             .join(format!("{name}-{}.redb", &hash.to_hex()[..16]))
     }
 
-    fn key(transcript: &Path) -> String {
+    pub(crate) fn key(transcript: &Path) -> String {
         std::fs::canonicalize(transcript)
             .unwrap_or_else(|_| transcript.to_path_buf())
             .to_string_lossy()

@@ -105,7 +105,7 @@ impl IndexGraph {
         let mut out = Vec::new();
         for item in iter {
             if let Ok((k, _)) = item {
-                out.push(seq_of(k.value()) as usize)
+                out.push(seq_of(k.value()) as usize);
             } else {
                 self.damage();
                 return Vec::new();

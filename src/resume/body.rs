@@ -1,8 +1,9 @@
 //! Reading the lines of a chain by offset, and projecting them for the model.
 //!
 //! Only the lines of the returned view are read (`pread` at the recorded offset). An entry
-//! whose parent or usage the projections changed is re-serialised with key order kept
-//! (`serde_json` `preserve_order`); every other entry is returned byte-for-byte as written.
+//! whose parent or usage the projections changed, or that an upgrade step rewrote into the
+//! current format ([`crate::transcript::upgrade`], `migrate/`), is re-serialised with key order
+//! kept (`serde_json` `preserve_order`); every other entry is returned byte-for-byte as written.
 
 use std::fs::File;
 use std::os::unix::fs::FileExt;
@@ -94,7 +95,9 @@ fn project(raw: &[u8], link: &Link, names: &IdNames) -> Option<Vec<u8>> {
         .get("parentUuid")
         .and_then(Value::as_str)
         .map(Id::from_text);
-    if on_disk == link.parent && !link.zero_usage {
+    // Old entry shapes are handed over in the current format (STYLE practice 7).
+    let upgraded = crate::transcript::upgrade::upgrade(&mut v);
+    if on_disk == link.parent && !link.zero_usage && !upgraded {
         return Some(raw.to_vec());
     }
     let obj = v.as_object_mut()?;

@@ -8,3 +8,4 @@ pub mod id;
 pub mod lossy;
 pub mod metadata;
 pub mod time;
+pub mod upgrade;

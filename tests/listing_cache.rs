@@ -1,0 +1,86 @@
+//! Listing from the index: cached facts equal scanned facts, and a listing reads no
+//! transcript that did not change (it `stat`s each file only).
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use chainlog::{FactsCache, Store, scan_session_facts};
+
+fn real_dir() -> PathBuf {
+    std::env::var_os("CHAINLOG_REAL_TRANSCRIPTS").map_or_else(
+        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/transcripts"),
+        PathBuf::from,
+    )
+}
+
+fn sessions(dir: &Path, out: &mut Vec<PathBuf>) {
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            sessions(&p, out);
+        } else if p.extension().is_some_and(|x| x == "jsonl")
+            && p.file_stem().is_some_and(|s| s.len() == 36)
+        {
+            out.push(p);
+        }
+    }
+}
+
+#[test]
+fn second_listing_reads_no_transcript_and_answers_the_same() {
+    let tmp = tempfile::tempdir().unwrap();
+    // Copy the real sessions so one can be appended to.
+    let mut files = Vec::new();
+    sessions(&real_dir(), &mut files);
+    assert!(
+        files.len() >= 10,
+        "real transcripts missing under {}",
+        real_dir().display()
+    );
+    let mut copies = Vec::new();
+    for (i, f) in files.iter().enumerate() {
+        let to = tmp.path().join(format!(
+            "projects/-p{}/{}",
+            i % 3,
+            f.file_name().unwrap().to_string_lossy()
+        ));
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::copy(f, &to).unwrap();
+        copies.push(to);
+    }
+    let store = Store::new(tmp.path().join("index"));
+
+    let mut cache = FactsCache::new(&store);
+    let first: Vec<_> = copies.iter().map(|p| cache.facts(p).unwrap()).collect();
+    assert_eq!(cache.scanned, copies.len() as u64);
+    cache.flush().unwrap();
+    for (p, f) in copies.iter().zip(&first) {
+        assert_eq!(f, &scan_session_facts(p).unwrap(), "{}", p.display());
+    }
+
+    let mut cache = FactsCache::new(&store);
+    let second: Vec<_> = copies.iter().map(|p| cache.facts(p).unwrap()).collect();
+    assert_eq!(cache.scanned, 0, "an unchanged transcript was read");
+    assert_eq!(cache.cached, copies.len() as u64);
+    assert_eq!(first, second);
+    cache.flush().unwrap();
+
+    // Touch one file: only it is read again, and its new facts are right.
+    let changed = copies
+        .iter()
+        .find(|p| std::fs::metadata(p).unwrap().len() > 1000)
+        .unwrap();
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(changed)
+        .unwrap()
+        .write_all(b"{\"type\":\"custom-title\",\"customTitle\":\"Renamed\",\"sessionId\":\"x\"}\n")
+        .unwrap();
+    let mut cache = FactsCache::new(&store);
+    for p in &copies {
+        let f = cache.facts(p).unwrap();
+        assert_eq!(f, scan_session_facts(p).unwrap());
+    }
+    assert_eq!(cache.scanned, 1);
+    cache.flush().unwrap();
+}
