@@ -297,6 +297,97 @@ pub struct Batch {
     pub structural: bool,
 }
 
+/// Fingerprints of complete chunks: `(chunk no., blake3/16)`.
+type ChunkHashes = Vec<(u64, [u8; 16])>;
+
+/// The tables one batch writes to.
+struct Tables<'t> {
+    f: u32,
+    rows: redb::Table<'t, (u32, u32), &'static [u8]>,
+    uuids: redb::Table<'t, (u32, [u8; 16]), u32>,
+    children: redb::Table<'t, (u32, [u8; 16], u32), ()>,
+    msg_ids: redb::Table<'t, (u32, u64, u32), ()>,
+    progress: redb::Table<'t, (u32, [u8; 16]), &'static [u8]>,
+    metas: redb::Table<'t, (u32, u64), &'static [u8]>,
+    bad: redb::Table<'t, (u32, u64), &'static [u8]>,
+}
+
+impl Tables<'_> {
+    /// Stores one parsed line (in file order).
+    fn store(
+        &mut self,
+        st: &mut FileState,
+        batch: &mut Batch,
+        entry: Result<Entry, crate::transcript::envelope::LineProblem>,
+        pos: crate::transcript::frame::LinePos,
+    ) -> Result<(), redb::Error> {
+        let f = self.f;
+        match entry {
+            Err(problem) => {
+                self.bad
+                    .insert((f, pos.line), encode(&BadLine { pos, problem }).as_slice())?;
+            }
+            Ok(Entry::Meta(meta)) => {
+                if let (true, Some(leaf)) = (meta.ty == "last-prompt", meta.leaf) {
+                    st.checkpoint = Some(leaf);
+                }
+                self.metas.insert(
+                    (f, pos.line),
+                    encode(&StoredMeta::Entry(meta, pos)).as_slice(),
+                )?;
+            }
+            Ok(Entry::Message(head)) if head.kind == Kind::Progress => {
+                batch.structural = true;
+                self.progress
+                    .insert((f, head.uuid.0), opt_id(head.parent).as_slice())?;
+            }
+            Ok(Entry::Message(head)) => {
+                if head.flags.has(Flags::COMPACT_BOUNDARY) {
+                    batch.structural = true;
+                    self.metas
+                        .insert((f, pos.line), encode(&StoredMeta::Boundary).as_slice())?;
+                }
+                if head.flags.has(Flags::SNIP) {
+                    batch.structural = true;
+                }
+                let existing = self.uuids.get((f, head.uuid.0))?.map(|v| v.value());
+                let seq = if let Some(seq) = existing {
+                    batch.structural = true;
+                    // A duplicate replaces the value and keeps the first position.
+                    let old = self
+                        .rows
+                        .get((f, seq))?
+                        .and_then(|v| decode::<MessageRow>(v.value()));
+                    if let Some(old) = old {
+                        if let Some(p) = old.head.parent {
+                            self.children.remove((f, p.0, seq))?;
+                        }
+                        if let Some(mid) = old.head.message_id {
+                            self.msg_ids.remove((f, mid, seq))?;
+                        }
+                    }
+                    seq
+                } else {
+                    let seq = st.rows;
+                    st.rows += 1;
+                    self.uuids.insert((f, head.uuid.0), seq)?;
+                    batch.new_rows.push(seq);
+                    seq
+                };
+                if let Some(p) = head.parent {
+                    self.children.insert((f, p.0, seq), ())?;
+                }
+                if let (Kind::Assistant, Some(mid)) = (head.kind, head.message_id) {
+                    self.msg_ids.insert((f, mid, seq), ())?;
+                }
+                self.rows
+                    .insert((f, seq), encode(&MessageRow { head, pos }).as_slice())?;
+            }
+        }
+        Ok(())
+    }
+}
+
 /// Frames and stores the lines between `st.indexed_len` and `len`.
 fn ingest_from(
     txn: &WriteTransaction,
@@ -304,107 +395,44 @@ fn ingest_from(
     st: &mut FileState,
     len: u64,
     batch: &mut Batch,
-) -> Result<(FrameSummary, Vec<(u64, [u8; 16])>), IngestError> {
-    let mut rows = txn.open_table(ROWS)?;
-    let mut uuids = txn.open_table(UUIDS)?;
-    let mut children = txn.open_table(CHILDREN)?;
-    let mut msg_ids = txn.open_table(MSG_IDS)?;
-    let mut progress = txn.open_table(PROGRESS)?;
-    let mut names_t = txn.open_table(NAMES)?;
-    let mut metas = txn.open_table(META_ENTRIES)?;
-    let mut bad = txn.open_table(BAD_LINES)?;
-    let f = st.file;
+) -> Result<(FrameSummary, ChunkHashes), IngestError> {
+    let mut tables = Tables {
+        f: st.file,
+        rows: txn.open_table(ROWS)?,
+        uuids: txn.open_table(UUIDS)?,
+        children: txn.open_table(CHILDREN)?,
+        msg_ids: txn.open_table(MSG_IDS)?,
+        progress: txn.open_table(PROGRESS)?,
+        metas: txn.open_table(META_ENTRIES)?,
+        bad: txn.open_table(BAD_LINES)?,
+    };
+    let io = |e| IngestError::Io(Error::io("transcript", e));
     let mut names = IdNames::default();
     let mut failure: Option<redb::Error> = None;
     let base = st.indexed_len / CHUNK_SIZE * CHUNK_SIZE;
     let mut prefix = vec![0u8; (st.indexed_len - base) as usize];
-    file.read_exact_at(&mut prefix, base)
-        .map_err(|e| IngestError::Io(Error::io("transcript", e)))?;
+    file.read_exact_at(&mut prefix, base).map_err(io)?;
     let mut reader = file;
-    reader
-        .seek(SeekFrom::Start(st.indexed_len))
-        .map_err(|e| IngestError::Io(Error::io("transcript", e)))?;
+    reader.seek(SeekFrom::Start(st.indexed_len)).map_err(io)?;
     let mut hashing =
         HashingReader::new(reader.take(len - st.indexed_len), st.indexed_len, &prefix);
     let framer = Framer::resume_at(st.indexed_len, st.lines);
     let summary = framer
         .frame_reader(&mut hashing, |line| {
-            if failure.is_some() {
-                return;
-            }
-            let parsed = parse_line(line.bytes, &mut names);
-            let pos = line.pos;
-            let r: Result<(), redb::Error> = (|| {
-                match parsed.entry {
-                    Err(problem) => {
-                        bad.insert((f, pos.line), encode(&BadLine { pos, problem }).as_slice())?;
-                    }
-                    Ok(Entry::Meta(meta)) => {
-                        if let (true, Some(leaf)) = (meta.ty == "last-prompt", meta.leaf) {
-                            st.checkpoint = Some(leaf);
-                        }
-                        metas.insert(
-                            (f, pos.line),
-                            encode(&StoredMeta::Entry(meta, pos)).as_slice(),
-                        )?;
-                    }
-                    Ok(Entry::Message(head)) if head.kind == Kind::Progress => {
-                        batch.structural = true;
-                        progress.insert((f, head.uuid.0), opt_id(head.parent).as_slice())?;
-                    }
-                    Ok(Entry::Message(head)) => {
-                        if head.flags.has(Flags::COMPACT_BOUNDARY) {
-                            batch.structural = true;
-                            metas
-                                .insert((f, pos.line), encode(&StoredMeta::Boundary).as_slice())?;
-                        }
-                        if head.flags.has(Flags::SNIP) {
-                            batch.structural = true;
-                        }
-                        let existing = uuids.get((f, head.uuid.0))?.map(|v| v.value());
-                        let seq = if let Some(seq) = existing {
-                            batch.structural = true;
-                            // A duplicate replaces the value and keeps the first position.
-                            if let Some(old) = rows
-                                .get((f, seq))?
-                                .and_then(|v| decode::<MessageRow>(v.value()))
-                            {
-                                if let Some(p) = old.head.parent {
-                                    children.remove((f, p.0, seq))?;
-                                }
-                                if let Some(mid) = old.head.message_id {
-                                    msg_ids.remove((f, mid, seq))?;
-                                }
-                            }
-                            seq
-                        } else {
-                            let seq = st.rows;
-                            st.rows += 1;
-                            uuids.insert((f, head.uuid.0), seq)?;
-                            batch.new_rows.push(seq);
-                            seq
-                        };
-                        if let Some(p) = head.parent {
-                            children.insert((f, p.0, seq), ())?;
-                        }
-                        if let (Kind::Assistant, Some(mid)) = (head.kind, head.message_id) {
-                            msg_ids.insert((f, mid, seq), ())?;
-                        }
-                        rows.insert((f, seq), encode(&MessageRow { head, pos }).as_slice())?;
-                    }
+            if failure.is_none() {
+                let parsed = parse_line(line.bytes, &mut names);
+                if let Err(e) = tables.store(st, batch, parsed.entry, line.pos) {
+                    failure = Some(e);
                 }
-                Ok(())
-            })();
-            if let Err(e) = r {
-                failure = Some(e);
             }
         })
-        .map_err(|e| IngestError::Io(Error::io("transcript", e)))?;
+        .map_err(io)?;
     if let Some(e) = failure {
         return Err(e.into());
     }
+    let mut names_t = txn.open_table(NAMES)?;
     for (id, text) in names.iter() {
-        names_t.insert((f, id.0), text)?;
+        names_t.insert((tables.f, id.0), text)?;
     }
     Ok((summary, hashing.done))
 }
