@@ -185,6 +185,12 @@ fn writers_indexers_and_readers_in_separate_processes_all_succeed() {
     let a = project.join("22222222-2222-4222-8222-222222222222.jsonl");
     let b = project.join("33333333-3333-4333-8333-333333333333.jsonl");
     let mut writers = vec![spawn_writer(&a, &index, 0), spawn_writer(&b, &index, 0)];
+    // An argument is a path only once the file exists: wait for the writers to create them.
+    let created = Instant::now() + Duration::from_secs(30);
+    while !(a.is_file() && b.is_file()) {
+        assert!(Instant::now() < created, "the writers did not start");
+        std::thread::sleep(Duration::from_millis(10));
+    }
     let bin = env!("CARGO_BIN_EXE_chainlog");
     let deadline = Instant::now() + Duration::from_secs(8);
     let mut runs = 0;
