@@ -176,7 +176,11 @@ pub fn sort_sessions(sessions: &mut [SessionFacts], by: SortBy) {
             None => (false, f.file_modified.clone()),
         }
     };
-    sessions.sort_by(|a, b| key(b).cmp(&key(a)).then_with(|| a.path.cmp(&b.path)));
+    sessions.sort_by(|a, b| {
+        key(b)
+            .cmp(&key(a))
+            .then_with(|| a.path.as_os_str().cmp(b.path.as_os_str()))
+    });
 }
 
 /// Every listed session of the scope, joined across files, unfiltered and unsorted.

@@ -18,8 +18,12 @@ use clap::{Parser, Subcommand};
 #[derive(Debug, Parser)]
 #[command(name = "chainlog", version, about)]
 pub struct Cli {
-    /// Claude config directory (default: $`CLAUDE_CONFIG_DIR`, else ~/.claude).
-    #[arg(long, global = true, value_name = "DIR")]
+    #[arg(
+        long,
+        global = true,
+        value_name = "DIR",
+        help = "Claude config directory (default: $CLAUDE_CONFIG_DIR, else ~/.claude)"
+    )]
     pub claude_dir: Option<PathBuf>,
     /// Where index sidecars live (default: a `chainlog` folder in the user cache directory).
     #[arg(long, global = true, value_name = "DIR")]
