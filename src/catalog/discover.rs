@@ -168,8 +168,10 @@ pub fn list_project(dir: &Path) -> Result<ProjectListing> {
     }
     // Same folder: byte order equals path order, and comparing bytes is far cheaper than
     // comparing `Path` components (10,000 sessions).
-    out.sessions.sort_unstable_by(|a, b| a.as_os_str().cmp(b.as_os_str()));
-    out.agent_files.sort_unstable_by(|a, b| a.as_os_str().cmp(b.as_os_str()));
+    out.sessions
+        .sort_unstable_by(|a, b| a.as_os_str().cmp(b.as_os_str()));
+    out.agent_files
+        .sort_unstable_by(|a, b| a.as_os_str().cmp(b.as_os_str()));
     out.session_dirs.sort_unstable();
     Ok(out)
 }

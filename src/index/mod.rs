@@ -43,6 +43,9 @@ use open::IndexDb;
 use query::IndexGraph;
 use schema::{BAD_LINES, FILES, FileState, PROGRESS, ROWS};
 
+/// A catch-up that indexed at least this many bytes compacts the sidecar afterwards.
+const COMPACT_AFTER_BYTES: u64 = 8 << 20;
+
 /// Where an answer came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Source {
@@ -164,8 +167,14 @@ impl Store {
         {
             return Ok(CatchUp::default());
         }
-        let db = IndexDb::open(&db_path)?;
-        Ok(Self::catch_up_in(&db, transcript)?.0)
+        let mut db = IndexDb::open(&db_path)?;
+        let done = Self::catch_up_in(&db, transcript)?.0;
+        if done.bytes >= COMPACT_AFTER_BYTES || done.reindexed.is_some() {
+            // A large ingest leaves freed pages behind (the projections were re-derived):
+            // give them back. Best effort, as in `rebuild`.
+            let _ = db.db.compact();
+        }
+        Ok(done)
     }
 
     fn catch_up_in(db: &IndexDb, transcript: &Path) -> Result<(CatchUp, FileState)> {
@@ -228,7 +237,12 @@ impl Store {
             }
         }
         txn.commit().map_err(|e| db.err(e))?;
-        Ok(Self::catch_up_in(&db, transcript)?.0)
+        let done = Self::catch_up_in(&db, transcript)?.0;
+        // Give back the pages freed by the rebuild (best effort: another process may hold
+        // the sidecar open, and then the space is reused by later writes instead).
+        let mut db = db;
+        let _ = db.db.compact();
+        Ok(done)
     }
 
     /// Resolves the chain of `transcript`, from the index when it can be used.

@@ -18,7 +18,9 @@ use super::id::{Id, IdNames};
 use super::time::parse_millis;
 
 /// What kind of message a line is (the tree participants plus legacy progress).
+/// Stored in the index as one byte (`serde(into/try_from = "u8")`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(into = "u8", try_from = "u8")]
 pub enum Kind {
     /// `type: "user"`.
     User,
@@ -30,6 +32,28 @@ pub enum Kind {
     System,
     /// `type: "progress"` (legacy, bridged over by the loader).
     Progress,
+}
+
+impl From<Kind> for u8 {
+    fn from(k: Kind) -> u8 {
+        k as u8
+    }
+}
+
+impl TryFrom<u8> for Kind {
+    type Error = String;
+    fn try_from(v: u8) -> Result<Kind, String> {
+        [
+            Kind::User,
+            Kind::Assistant,
+            Kind::Attachment,
+            Kind::System,
+            Kind::Progress,
+        ]
+        .get(usize::from(v))
+        .copied()
+        .ok_or_else(|| format!("no message kind {v}"))
+    }
 }
 
 impl Kind {
