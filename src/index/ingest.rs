@@ -297,6 +297,17 @@ pub struct Batch {
     pub structural: bool,
 }
 
+/// Lines per chunk sent from the parsing stage to the storing stage.
+const PIPELINE_CHUNK: usize = 512;
+/// Chunks in flight between the stages.
+const PIPELINE_DEPTH: usize = 8;
+
+/// A parsed line on its way to storage.
+type Parsed = (
+    crate::transcript::frame::LinePos,
+    Result<Entry, crate::transcript::envelope::LineProblem>,
+);
+
 /// Fingerprints of complete chunks: `(chunk no., blake3/16)`.
 type ChunkHashes = Vec<(u64, [u8; 16])>;
 
@@ -407,8 +418,6 @@ fn ingest_from(
         bad: txn.open_table(BAD_LINES)?,
     };
     let io = |e| IngestError::Io(Error::io("transcript", e));
-    let mut names = IdNames::default();
-    let mut failure: Option<redb::Error> = None;
     let base = st.indexed_len / CHUNK_SIZE * CHUNK_SIZE;
     let mut prefix = vec![0u8; (st.indexed_len - base) as usize];
     file.read_exact_at(&mut prefix, base).map_err(io)?;
@@ -417,16 +426,47 @@ fn ingest_from(
     let mut hashing =
         HashingReader::new(reader.take(len - st.indexed_len), st.indexed_len, &prefix);
     let framer = Framer::resume_at(st.indexed_len, st.lines);
-    let summary = framer
-        .frame_reader(&mut hashing, |line| {
-            if failure.is_none() {
-                let parsed = parse_line(line.bytes, &mut names);
-                if let Err(e) = tables.store(st, batch, parsed.entry, line.pos) {
+    // Two stages on two threads: framing + parsing + fingerprinting, and storing. Parsed
+    // lines travel in chunks through a bounded channel, so memory stays bounded.
+    let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<Parsed>>(PIPELINE_DEPTH);
+    let (produced, failure) = std::thread::scope(|scope| {
+        let producer = scope.spawn(move || {
+            let mut names = IdNames::default();
+            let mut chunk = Vec::with_capacity(PIPELINE_CHUNK);
+            let summary = framer.frame_reader(&mut hashing, |line| {
+                chunk.push((line.pos, parse_line(line.bytes, &mut names).entry));
+                if chunk.len() == PIPELINE_CHUNK {
+                    let _ = tx.send(std::mem::replace(
+                        &mut chunk,
+                        Vec::with_capacity(PIPELINE_CHUNK),
+                    ));
+                }
+            });
+            if !chunk.is_empty() {
+                let _ = tx.send(chunk);
+            }
+            drop(tx);
+            summary.map(|s| (s, hashing.done, names))
+        });
+        let mut failure: Option<redb::Error> = None;
+        for chunk in rx {
+            // After a failure keep draining, so the producer never blocks.
+            if failure.is_some() {
+                continue;
+            }
+            for (pos, entry) in chunk {
+                if let Err(e) = tables.store(st, batch, entry, pos) {
                     failure = Some(e);
+                    break;
                 }
             }
-        })
-        .map_err(io)?;
+        }
+        (producer.join(), failure)
+    });
+    let (summary, hashed, names) = match produced {
+        Ok(r) => r.map_err(io)?,
+        Err(panic) => std::panic::resume_unwind(panic),
+    };
     if let Some(e) = failure {
         return Err(e.into());
     }
@@ -434,7 +474,7 @@ fn ingest_from(
     for (id, text) in names.iter() {
         names_t.insert((tables.f, id.0), text)?;
     }
-    Ok((summary, hashing.done))
+    Ok((summary, hashed))
 }
 
 /// A catch-up failure: the index (retry or rebuild) or the transcript (report).
