@@ -236,17 +236,21 @@ pub struct LeafInfo {
 /// Every leaf with its chain length, for `chainlog leaves`.
 pub fn leaf_report(t: &Transcript, res: &Resolution) -> Vec<LeafInfo> {
     let tree = Tree::build(t, Projection::Resume);
-    let active = res.leaf.map(|(id, _)| id);
-    tree.leaves
-        .iter()
-        .map(|&i| {
-            let h = &t.rows[i].head;
+    leaf_report_graph(&tree, res.leaf.map(|(id, _)| id))
+}
+
+/// [`leaf_report`] over any [`Graph`] (the index answers it row by row).
+pub fn leaf_report_graph(g: &impl Graph, active: Option<Id>) -> Vec<LeafInfo> {
+    g.leaves()
+        .into_iter()
+        .map(|i| {
+            let h = g.head(i);
             LeafInfo {
                 uuid: h.uuid,
                 kind: h.kind,
                 timestamp: h.timestamp,
                 sidechain: h.flags.has(Flags::SIDECHAIN),
-                chain_len: walk::walk(&tree, i, false).rows.len(),
+                chain_len: walk::walk(g, i, false).rows.len(),
                 active: Some(h.uuid) == active,
             }
         })

@@ -4,26 +4,47 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use chainlog::{ResolveOptions, leaf_report, resolve};
+use chainlog::{ResolveOptions, Store, leaf_report, resolve};
 use serde_json::json;
 
-use super::{Cli, CliResult, report_bad_lines, scan_path, write_json};
+use super::{Cli, CliResult, report_problems, scan_path, write_json};
 
 #[derive(Debug, clap::Args)]
 pub struct LeavesArgs {
     /// A transcript file.
     pub target: PathBuf,
+    /// Answer from a full scan of the transcript instead of the index.
+    #[arg(long)]
+    pub no_index: bool,
 }
 
-// Leaves are listed from a full scan: the report walks every leaf's chain, which is work
-// proportional to the file anyway.
-
 pub fn run(cli: &Cli, a: &LeavesArgs, out: &mut impl Write) -> CliResult {
-    let t = scan_path(&a.target)?;
-    report_bad_lines(&t);
-    let res = resolve(&t, ResolveOptions::default())
-        .map_err(|e| chainlog::Error::NotFound(e.to_string()))?;
-    let report = leaf_report(&t, &res);
+    let indexed = if a.no_index {
+        None
+    } else {
+        if !a.target.is_file() {
+            return Err(chainlog::Error::NotFound(format!(
+                "{}: no such transcript file",
+                a.target.display()
+            ))
+            .into());
+        }
+        super::store(cli).leaf_report(&a.target).ok().flatten()
+    };
+    let (ans, report) = match indexed {
+        Some(r) => r,
+        None => {
+            let ans = Store::reference(&a.target, ResolveOptions::default(), "--no-index".into())?;
+            let t = scan_path(&a.target)?;
+            let res = resolve(&t, ResolveOptions::default())
+                .map_err(|e| chainlog::Error::NotFound(e.to_string()))?;
+            let report = leaf_report(&t, &res);
+            (ans, report)
+        }
+    };
+    report_problems(&a.target, &ans);
+    let res = &ans.resolution;
+    let t = &ans;
     let rule = res.leaf.map(|(_, r)| r);
     if cli.json {
         for l in &report {

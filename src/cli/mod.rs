@@ -220,25 +220,6 @@ pub fn report_problems(path: &std::path::Path, ans: &chainlog::Answer) {
     }
 }
 
-/// Prints the bad lines of a scan on stderr, with their position.
-pub fn report_bad_lines(t: &chainlog::Transcript) {
-    let path = t
-        .path
-        .as_deref()
-        .map_or_else(|| "-".into(), |p| p.display().to_string());
-    for b in &t.bad_lines {
-        eprintln!(
-            "chainlog: warning: {path}:{} (byte {}): skipped line: {}",
-            b.pos.line, b.pos.offset, b.problem
-        );
-    }
-    if let Some((off, len)) = t.frame.torn_tail {
-        eprintln!(
-            "chainlog: note: {path}: unterminated last line at byte {off} ({len} bytes) not read yet"
-        );
-    }
-}
-
 /// Writes `value` as one JSON line.
 pub fn write_json(out: &mut impl Write, value: &serde_json::Value) -> std::io::Result<()> {
     serde_json::to_writer(&mut *out, value)?;

@@ -34,7 +34,8 @@ use std::path::{Path, PathBuf};
 use redb::ReadableDatabase;
 
 use crate::chain::{
-    BadLine, Projection, Resolution, ResolveOptions, Transcript, Tree, resolve, resolve_graph,
+    BadLine, LeafInfo, Projection, Resolution, ResolveOptions, Transcript, Tree, leaf_report_graph,
+    resolve, resolve_graph,
 };
 use crate::error::{Error, Result};
 use crate::transcript::id::IdNames;
@@ -243,6 +244,29 @@ impl Store {
         let mut db = db;
         let _ = db.db.compact();
         Ok(done)
+    }
+
+    /// Every leaf of `transcript` with its chain length (`chainlog leaves`), from the index;
+    /// `None` when the index turned out damaged.
+    pub fn leaf_report(&self, transcript: &Path) -> Result<Option<(Answer, Vec<LeafInfo>)>> {
+        self.guarded(transcript, || {
+            let Some(ans) =
+                self.resolve_indexed_unguarded(transcript, ResolveOptions::default())?
+            else {
+                return Ok(None);
+            };
+            let db = IndexDb::open(&self.db_path(transcript))?;
+            let Some(st) = read_state(&db.db, &Self::key(transcript)) else {
+                return Ok(None);
+            };
+            let txn = db.db.begin_read().map_err(|e| db.err(e))?;
+            let graph = IndexGraph::new(&txn, st).map_err(|e| db.err(e))?;
+            let report = leaf_report_graph(&graph, ans.resolution.leaf.map(|(id, _)| id));
+            if *graph.damaged.borrow() {
+                return Ok(None);
+            }
+            Ok(Some((ans, report)))
+        })
     }
 
     /// Resolves the chain of `transcript`, from the index when it can be used.
