@@ -31,16 +31,15 @@ pub fn run(cli: &Cli, a: &LeavesArgs, out: &mut impl Write) -> CliResult {
         }
         super::store(cli).leaf_report(&a.target).ok().flatten()
     };
-    let (ans, report) = match indexed {
-        Some(r) => r,
-        None => {
-            let ans = Store::reference(&a.target, ResolveOptions::default(), "--no-index".into())?;
-            let t = scan_path(&a.target)?;
-            let res = resolve(&t, ResolveOptions::default())
-                .map_err(|e| chainlog::Error::NotFound(e.to_string()))?;
-            let report = leaf_report(&t, &res);
-            (ans, report)
-        }
+    let (ans, report) = if let Some(r) = indexed {
+        r
+    } else {
+        let ans = Store::reference(&a.target, ResolveOptions::default(), "--no-index".into())?;
+        let t = scan_path(&a.target)?;
+        let res = resolve(&t, ResolveOptions::default())
+            .map_err(|e| chainlog::Error::NotFound(e.to_string()))?;
+        let report = leaf_report(&t, &res);
+        (ans, report)
     };
     report_problems(&a.target, &ans);
     let res = &ans.resolution;
