@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use chainlog::{INDEX_SCHEMA_VERSION, ResolveOptions, Source, Store, Transcript, resolve};
-use redb::{ReadableDatabase, ReadableTable, TableDefinition};
+use redb::{ReadableDatabase, TableDefinition};
 
 const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
 
