@@ -20,8 +20,7 @@ use crate::chain::{MessageRow, Projection, Tree};
 use crate::transcript::envelope::Flags;
 use crate::transcript::id::Id;
 
-const ZERO: [u8; 16] = [0; 16];
-const MAX: [u8; 16] = [0xff; 16];
+use super::schema::{ID_FIRST as ZERO, ID_LAST as MAX};
 
 /// Removes the derived rows of file `f`.
 pub fn clear(txn: &WriteTransaction, f: u32) -> Result<(), redb::Error> {

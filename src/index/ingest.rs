@@ -114,8 +114,7 @@ fn prefix_matches(
 
 /// Deletes every row of file id `f` from every per-file table.
 pub fn drop_file_rows(txn: &WriteTransaction, f: u32) -> Result<(), redb::Error> {
-    const ZERO: [u8; 16] = [0; 16];
-    const MAX: [u8; 16] = [0xff; 16];
+    use super::schema::{ID_FIRST as ZERO, ID_LAST as MAX};
     txn.open_table(CHUNKS)?
         .retain_in((f, 0)..=(f, u64::MAX), |_, _| false)?;
     txn.open_table(ROWS)?

@@ -19,8 +19,7 @@ use crate::transcript::envelope::{Flags, Kind, MessageHead};
 use crate::transcript::frame::LinePos;
 use crate::transcript::id::{Id, IdNames};
 
-const ZERO: [u8; 16] = [0; 16];
-const MAX: [u8; 16] = [0xff; 16];
+use super::schema::{ID_FIRST as ZERO, ID_LAST as MAX};
 
 /// The projected tree of one indexed file.
 pub struct IndexGraph {

@@ -29,6 +29,11 @@ use redb::TableDefinition;
 /// - 1: first layout.
 pub const INDEX_SCHEMA_VERSION: u32 = 1;
 
+/// The lowest and highest 16-byte ids, for range scans over one file's rows.
+pub const ID_FIRST: [u8; 16] = [0; 16];
+/// See [`ID_FIRST`].
+pub const ID_LAST: [u8; 16] = [0xff; 16];
+
 /// Size of a fingerprint chunk.
 pub const CHUNK_SIZE: u64 = 64 * 1024;
 
