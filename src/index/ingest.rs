@@ -12,6 +12,7 @@
 //! Rows are appended in the same map order as the full scan (a duplicate uuid replaces the
 //! row in place). The projections are then re-derived ([`super::derive`]).
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::os::unix::fs::{FileExt, MetadataExt};
@@ -320,9 +321,32 @@ struct Tables<'t> {
     progress: redb::Table<'t, (u32, [u8; 16]), &'static [u8]>,
     metas: redb::Table<'t, (u32, u64), &'static [u8]>,
     bad: redb::Table<'t, (u32, u64), &'static [u8]>,
+    /// Keys of `uuids`, `children` and `msg_ids` waiting to be inserted in sorted order
+    /// (their keys are random: sorted runs fill B-tree pages sequentially).
+    pending_uuids: BTreeMap<[u8; 16], u32>,
+    pending_children: BTreeSet<([u8; 16], u32)>,
+    pending_msg_ids: BTreeSet<(u64, u32)>,
 }
 
+/// Pending keys are written out in sorted runs of this many rows (bounds memory).
+const SORTED_RUN: usize = 1 << 16;
+
 impl Tables<'_> {
+    /// Inserts the pending keys, in order.
+    fn flush(&mut self) -> Result<(), redb::Error> {
+        let f = self.f;
+        for (id, seq) in std::mem::take(&mut self.pending_uuids) {
+            self.uuids.insert((f, id), seq)?;
+        }
+        for (p, seq) in std::mem::take(&mut self.pending_children) {
+            self.children.insert((f, p, seq), ())?;
+        }
+        for (mid, seq) in std::mem::take(&mut self.pending_msg_ids) {
+            self.msg_ids.insert((f, mid, seq), ())?;
+        }
+        Ok(())
+    }
+
     /// Stores one parsed line (in file order).
     fn store(
         &mut self,
@@ -360,7 +384,10 @@ impl Tables<'_> {
                 if head.flags.has(Flags::SNIP) {
                     batch.structural = true;
                 }
-                let existing = self.uuids.get((f, head.uuid.0))?.map(|v| v.value());
+                let existing = match self.pending_uuids.get(&head.uuid.0) {
+                    Some(&seq) => Some(seq),
+                    None => self.uuids.get((f, head.uuid.0))?.map(|v| v.value()),
+                };
                 let seq = if let Some(seq) = existing {
                     batch.structural = true;
                     // A duplicate replaces the value and keeps the first position.
@@ -370,25 +397,32 @@ impl Tables<'_> {
                         .and_then(|v| decode::<MessageRow>(v.value()));
                     if let Some(old) = old {
                         if let Some(p) = old.head.parent {
-                            self.children.remove((f, p.0, seq))?;
+                            if !self.pending_children.remove(&(p.0, seq)) {
+                                self.children.remove((f, p.0, seq))?;
+                            }
                         }
                         if let Some(mid) = old.head.message_id {
-                            self.msg_ids.remove((f, mid, seq))?;
+                            if !self.pending_msg_ids.remove(&(mid, seq)) {
+                                self.msg_ids.remove((f, mid, seq))?;
+                            }
                         }
                     }
                     seq
                 } else {
                     let seq = st.rows;
                     st.rows += 1;
-                    self.uuids.insert((f, head.uuid.0), seq)?;
+                    self.pending_uuids.insert(head.uuid.0, seq);
                     batch.new_rows.push(seq);
                     seq
                 };
                 if let Some(p) = head.parent {
-                    self.children.insert((f, p.0, seq), ())?;
+                    self.pending_children.insert((p.0, seq));
                 }
                 if let (Kind::Assistant, Some(mid)) = (head.kind, head.message_id) {
-                    self.msg_ids.insert((f, mid, seq), ())?;
+                    self.pending_msg_ids.insert((mid, seq));
+                }
+                if self.pending_uuids.len() >= SORTED_RUN {
+                    self.flush()?;
                 }
                 self.rows
                     .insert((f, seq), encode(&MessageRow { head, pos }).as_slice())?;
@@ -415,6 +449,9 @@ fn ingest_from(
         progress: txn.open_table(PROGRESS)?,
         metas: txn.open_table(META_ENTRIES)?,
         bad: txn.open_table(BAD_LINES)?,
+        pending_uuids: BTreeMap::new(),
+        pending_children: BTreeSet::new(),
+        pending_msg_ids: BTreeSet::new(),
     };
     let io = |e| IngestError::Io(Error::io("transcript", e));
     let base = st.indexed_len / CHUNK_SIZE * CHUNK_SIZE;
@@ -469,6 +506,7 @@ fn ingest_from(
     if let Some(e) = failure {
         return Err(e.into());
     }
+    tables.flush()?;
     let mut names_t = txn.open_table(NAMES)?;
     for (id, text) in names.iter() {
         names_t.insert((tables.f, id.0), text)?;
