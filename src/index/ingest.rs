@@ -396,15 +396,15 @@ impl Tables<'_> {
                         .get((f, seq))?
                         .and_then(|v| decode::<MessageRow>(v.value()));
                     if let Some(old) = old {
-                        if let Some(p) = old.head.parent {
-                            if !self.pending_children.remove(&(p.0, seq)) {
-                                self.children.remove((f, p.0, seq))?;
-                            }
+                        if let Some(p) = old.head.parent
+                            && !self.pending_children.remove(&(p.0, seq))
+                        {
+                            self.children.remove((f, p.0, seq))?;
                         }
-                        if let Some(mid) = old.head.message_id {
-                            if !self.pending_msg_ids.remove(&(mid, seq)) {
-                                self.msg_ids.remove((f, mid, seq))?;
-                            }
+                        if let Some(mid) = old.head.message_id
+                            && !self.pending_msg_ids.remove(&(mid, seq))
+                        {
+                            self.msg_ids.remove((f, mid, seq))?;
                         }
                     }
                     seq
