@@ -89,7 +89,7 @@ fn damage(dir: &Path, delete: bool) {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
 
     #[test]
     fn index_equals_full_scan_under_any_history(seed in 0u64..1000, ops in prop::collection::vec(op(), 1..40)) {

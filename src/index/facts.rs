@@ -126,7 +126,7 @@ impl<'s> FactsCache<'s> {
             let Ok(db) = IndexDb::open(&db_path) else {
                 continue;
             };
-            let Ok(txn) = db.db.begin_write() else {
+            let Ok(txn) = db.db().begin_write() else {
                 continue;
             };
             {

@@ -173,7 +173,7 @@ impl Store {
         if done.bytes >= COMPACT_AFTER_BYTES || done.reindexed.is_some() {
             // A large ingest leaves freed pages behind (the projections were re-derived):
             // give them back. Best effort, as in `rebuild`.
-            let _ = db.db.compact();
+            let _ = db.db_mut().compact();
         }
         Ok(done)
     }
@@ -188,7 +188,7 @@ impl Store {
             return Ok((CatchUp::default(), st));
         }
         for attempt in 0..2 {
-            let txn = db.db.begin_write().map_err(|e| db.err(e))?;
+            let txn = db.db().begin_write().map_err(|e| db.err(e))?;
             match ingest::catch_up(&txn, &key, transcript) {
                 Ok(done) => {
                     txn.commit().map_err(|e| db.err(e))?;
@@ -210,7 +210,7 @@ impl Store {
     }
 
     fn state(db: &IndexDb, key: &str) -> Result<Option<FileState>> {
-        let txn = db.db.begin_read().map_err(|e| db.err(e))?;
+        let txn = db.db().begin_read().map_err(|e| db.err(e))?;
         let files = match txn.open_table(FILES) {
             Ok(t) => t,
             Err(redb::TableError::TableDoesNotExist(_)) => return Ok(None),
@@ -227,7 +227,7 @@ impl Store {
     fn rebuild_unguarded(&self, transcript: &Path) -> Result<CatchUp> {
         let db = IndexDb::open(&self.db_path(transcript))?;
         let key = Self::key(transcript);
-        let txn = db.db.begin_write().map_err(|e| db.err(e))?;
+        let txn = db.db().begin_write().map_err(|e| db.err(e))?;
         {
             let mut files = txn.open_table(FILES).map_err(|e| db.err(e))?;
             let old = ingest::file_state(&files, &key).map_err(|e| db.err(e))?;
@@ -242,7 +242,7 @@ impl Store {
         // Give back the pages freed by the rebuild (best effort: another process may hold
         // the sidecar open, and then the space is reused by later writes instead).
         let mut db = db;
-        let _ = db.db.compact();
+        let _ = db.db_mut().compact();
         Ok(done)
     }
 
@@ -256,10 +256,10 @@ impl Store {
                 return Ok(None);
             };
             let db = IndexDb::open(&self.db_path(transcript))?;
-            let Some(st) = read_state(&db.db, &Self::key(transcript)) else {
+            let Some(st) = read_state(db.db(), &Self::key(transcript)) else {
                 return Ok(None);
             };
-            let txn = db.db.begin_read().map_err(|e| db.err(e))?;
+            let txn = db.db().begin_read().map_err(|e| db.err(e))?;
             let graph = IndexGraph::new(&txn, st).map_err(|e| db.err(e))?;
             let report = leaf_report_graph(&graph, ans.resolution.leaf.map(|(id, _)| id));
             if *graph.damaged.borrow() {
@@ -312,7 +312,7 @@ impl Store {
         let db = IndexDb::open(&db_path)?;
         for _ in 0..2 {
             let (_, st) = Self::catch_up_in(&db, transcript)?;
-            if let Some(a) = query(&db.db, st, transcript, opts)? {
+            if let Some(a) = query(db.db(), st, transcript, opts)? {
                 return Ok(Some(a));
             }
             db.wipe()?;

@@ -26,8 +26,8 @@ const OPEN_ATTEMPTS: u32 = 9;
 pub struct IndexDb {
     /// The database file.
     pub path: PathBuf,
-    /// The redb handle.
-    pub db: Database,
+    /// The redb handle (taken at drop to close the file before the verified marker is written).
+    handle: Option<Database>,
     /// Whether the database was (re)created empty by this open.
     pub fresh: bool,
 }
@@ -81,11 +81,32 @@ impl IndexDb {
         };
         let mut idx = IndexDb {
             path: path.to_path_buf(),
-            db,
+            handle: Some(db),
             fresh,
         };
+        if !idx.fresh && !is_verified(path) {
+            // Pages changed since chainlog last verified or wrote them: check every checksum.
+            let ok = matches!(idx.db_mut().check_integrity(), Ok(true));
+            if !ok {
+                drop(idx.handle.take());
+                std::fs::remove_file(path).map_err(|e| Error::io(path, e))?;
+                let db = builder().create(path).map_err(|e| index_error(path, e))?;
+                idx.handle = Some(db);
+                idx.fresh = true;
+            }
+        }
         idx.check_schema()?;
         Ok(idx)
+    }
+
+    /// The redb handle.
+    pub fn db(&self) -> &Database {
+        self.handle.as_ref().expect("open until dropped")
+    }
+
+    /// The redb handle, for maintenance (`compact`, `check_integrity`).
+    pub fn db_mut(&mut self) -> &mut Database {
+        self.handle.as_mut().expect("open until dropped")
     }
 
     /// Empties the database unless it carries [`INDEX_SCHEMA_VERSION`].
@@ -100,7 +121,7 @@ impl IndexDb {
     }
 
     fn read_schema(&self) -> Option<u32> {
-        let txn = self.db.begin_read().ok()?;
+        let txn = self.db().begin_read().ok()?;
         let table = txn.open_table(META).ok()?;
         let v = table.get("schema").ok()??;
         let bytes: [u8; 4] = v.value().try_into().ok()?;
@@ -110,7 +131,7 @@ impl IndexDb {
     /// Drops every table and writes the schema version.
     pub fn wipe(&self) -> Result<()> {
         let err = |e: &dyn std::fmt::Display| index_error(&self.path, e);
-        let txn = self.db.begin_write().map_err(|e| err(&e))?;
+        let txn = self.db().begin_write().map_err(|e| err(&e))?;
         {
             let tables: Vec<redb::UntypedTableHandle> =
                 txn.list_tables().map_err(|e| err(&e))?.collect();
@@ -138,7 +159,7 @@ impl IndexDb {
 /// [`INDEX_SCHEMA_VERSION`]. `None` when it is missing, busy, damaged or of another version:
 /// the caller then takes the read-write path, which repairs.
 pub fn open_read_only(path: &Path) -> Option<redb::ReadOnlyDatabase> {
-    if !path.exists() {
+    if !path.exists() || !is_verified(path) {
         return None;
     }
     let db = builder().open_read_only(path).ok()?;
@@ -149,6 +170,59 @@ pub fn open_read_only(path: &Path) -> Option<redb::ReadOnlyDatabase> {
         u32::from_le_bytes(v.value().try_into().ok()?)
     };
     (version == INDEX_SCHEMA_VERSION).then_some(db)
+}
+
+impl Drop for IndexDb {
+    fn drop(&mut self) {
+        // Close first (the close writes the header), then record the file as it is now: its
+        // pages were either verified at open or written by this process's commits.
+        drop(self.handle.take());
+        if !std::thread::panicking() {
+            mark_verified(&self.path);
+        }
+    }
+}
+
+/// The marker beside a sidecar: identity, length and modification time of the database file
+/// when chainlog last verified its page checksums or closed it after writing.
+fn marker_path(path: &Path) -> PathBuf {
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(".verified");
+    path.with_file_name(name)
+}
+
+fn file_version(path: &Path) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(path).ok()?;
+    Some(format!(
+        "{} {} {} {}",
+        m.dev(),
+        m.ino(),
+        m.len(),
+        i128::from(m.mtime()) * 1_000_000_000 + i128::from(m.mtime_nsec())
+    ))
+}
+
+/// Whether the database file is exactly as chainlog last verified or wrote it. A file changed
+/// behind chainlog's back (a flipped bit, a copy, a truncation) fails this and is checked page by
+/// page before it is trusted.
+pub fn is_verified(path: &Path) -> bool {
+    match (
+        file_version(path),
+        std::fs::read_to_string(marker_path(path)),
+    ) {
+        (Some(now), Ok(mark)) => now == mark,
+        _ => false,
+    }
+}
+
+fn mark_verified(path: &Path) {
+    let Some(v) = file_version(path) else { return };
+    let marker = marker_path(path);
+    let tmp = marker.with_extension(format!("tmp{}", std::process::id()));
+    if std::fs::write(&tmp, v).is_ok() {
+        let _ = std::fs::rename(&tmp, &marker);
+    }
 }
 
 /// Allocates a new file id inside a write transaction.
