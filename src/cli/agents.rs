@@ -18,13 +18,7 @@ pub struct AgentsArgs {
 }
 
 pub fn run(cli: &Cli, a: &AgentsArgs, out: &mut impl Write) -> CliResult {
-    let claude = chainlog::claude_dir(cli.claude_dir.as_deref())?;
-    let target = chainlog::resolve_target(
-        &claude,
-        a.project.as_deref(),
-        &a.target,
-        &mut chainlog::scan_session_facts,
-    )?;
+    let target = super::target(cli, a.project.as_deref(), &a.target)?;
     if let Target::Agent { agent_id, .. } = &target {
         return Err(Error::NotFound(format!(
             "{agent_id} is an agent, not a session; `chainlog resume {agent_id}` shows it"

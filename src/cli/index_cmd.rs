@@ -18,7 +18,7 @@ pub struct PathsArgs {
 /// Every transcript under the given paths (files as given; directories walked).
 fn transcripts(cli: &Cli, a: &PathsArgs) -> Result<Vec<PathBuf>, Error> {
     let roots: Vec<PathBuf> = if a.paths.is_empty() {
-        vec![super::claude_dir(cli).join("projects")]
+        vec![chainlog::claude_dir(cli.claude_dir.as_deref())?.join("projects")]
     } else {
         a.paths.clone()
     };

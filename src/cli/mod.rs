@@ -149,13 +149,19 @@ fn gen_cmd(a: &GenArgs) -> CliResult {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The claude config directory: `--claude-dir`, else `$CLAUDE_CONFIG_DIR`, else `~/.claude`.
-pub fn claude_dir(cli: &Cli) -> PathBuf {
-    cli.claude_dir
-        .clone()
-        .or_else(|| std::env::var_os("CLAUDE_CONFIG_DIR").map(PathBuf::from))
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".claude")))
-        .unwrap_or_else(|| PathBuf::from(".claude"))
+/// Resolves a user's SESSION|PATH|AGENT|TITLE argument; titles are compared using facts
+/// cached in the index (an unchanged transcript is not read again).
+pub fn target(
+    cli: &Cli,
+    project: Option<&std::path::Path>,
+    arg: &str,
+) -> Result<chainlog::Target, chainlog::Error> {
+    let claude = chainlog::claude_dir(cli.claude_dir.as_deref())?;
+    let store = store(cli);
+    let mut cache = chainlog::FactsCache::new(&store);
+    let target = chainlog::resolve_target(&claude, project, arg, &mut |p| cache.facts(p))?;
+    cache.flush()?;
+    Ok(target)
 }
 
 /// The index store: `--index-dir`, else the default cache folder.

@@ -68,13 +68,7 @@ impl ViewArgs {
 
 pub fn run(cli: &Cli, a: &ResumeArgs, out: &mut impl Write) -> CliResult {
     a.view.check()?;
-    let claude = chainlog::claude_dir(cli.claude_dir.as_deref())?;
-    let target = chainlog::resolve_target(
-        &claude,
-        a.project.as_deref(),
-        &a.target,
-        &mut chainlog::scan_session_facts,
-    )?;
+    let target = super::target(cli, a.project.as_deref(), &a.target)?;
     if let Target::Agent {
         agent_id,
         layout,
