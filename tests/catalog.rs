@@ -1,9 +1,11 @@
 //! The catalog (SPEC A3, A6, A7, B3, B5): listing, titles, targets and sub-agents, over the real
-//! transcripts in `../shared/transcripts/`, over a generated tree of thousands of sessions, and
+//! transcripts vendored in `fixtures/real/`, over a generated tree of thousands of sessions, and
 //! through the built binary.
 //!
 //! Expected values for the real transcripts were read from the files by hand (and with a
 //! short Python script applying SPEC A6), not taken from chainlog's output.
+
+mod util;
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -20,29 +22,9 @@ use serde_json::{Value, json};
 // Harness
 // ------------------------------------------------------------------------------------------
 
-/// The real transcripts: `$CHAINLOG_REAL_TRANSCRIPTS`, else `../shared/transcripts`. When the
-/// variable is set the folder must exist (the test fails); when it is not set and the default
-/// folder is missing, the caller skips.
-fn real_root() -> Option<PathBuf> {
-    if let Some(dir) = std::env::var_os("CHAINLOG_REAL_TRANSCRIPTS") {
-        let dir = PathBuf::from(dir);
-        assert!(
-            dir.is_dir(),
-            "CHAINLOG_REAL_TRANSCRIPTS={} is not a directory",
-            dir.display()
-        );
-        return Some(dir);
-    }
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/transcripts");
-    if dir.is_dir() {
-        Some(dir)
-    } else {
-        eprintln!(
-            "skipping: {} not found (set CHAINLOG_REAL_TRANSCRIPTS)",
-            dir.display()
-        );
-        None
-    }
+/// The real transcripts (`util::real_corpus`: the vendored copy or `$CHAINLOG_REAL_TRANSCRIPTS`).
+fn real_root() -> PathBuf {
+    util::real_corpus()
 }
 
 fn list(claude: &Path, opts: &ListOptions) -> Vec<SessionFacts> {
@@ -101,8 +83,25 @@ impl Cache {
 
 #[test]
 fn real_2_0_project_titles_counts_order_and_agents() {
-    let Some(root) = real_root() else { return };
-    let claude = root.join("personal-ai-infrastructure");
+    // A copy, so the two files without messages (ordered by mtime) get known mtimes: a git
+    // checkout gives every file the same one.
+    let tmp = tempfile::tempdir().unwrap();
+    let claude = tmp.path().join("personal-ai-infrastructure");
+    util::copy_tree(&real_root().join("personal-ai-infrastructure"), &claude);
+    let project = claude.join("projects/-home-jenkins-Personal-AI-Infrastructure");
+    for (stem, secs) in [
+        ("98098c74-435a-42ec-ad08-ae58c7559232", 2_000),
+        ("d3d4e0f8-bcb2-4597-8d7e-3fbcb2d9402b", 1_000),
+    ] {
+        let f = std::fs::File::options()
+            .write(true)
+            .open(project.join(format!("{stem}.jsonl")))
+            .unwrap();
+        f.set_modified(
+            std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_700_000_000 + secs),
+        )
+        .unwrap();
+    }
     let sessions = list(&claude, &all());
     // Newest last message first; the empty and the summary-only file (no messages) last.
     assert_eq!(
@@ -211,7 +210,7 @@ fn real_2_0_project_titles_counts_order_and_agents() {
 
 #[test]
 fn real_1_0_project_inline_agents_and_cross_file_summary() {
-    let Some(root) = real_root() else { return };
+    let root = real_root();
     let claude = root.join("claude-code-viewer");
     let project = claude.join("projects/sample-project");
     let sessions = list(
@@ -282,7 +281,7 @@ fn real_1_0_project_inline_agents_and_cross_file_summary() {
 
 #[test]
 fn real_2_1_projects_order_filters_and_lookups() {
-    let Some(root) = real_root() else { return };
+    let root = real_root();
     let claude = root.join("claude-reliability");
     let by_modified = list(&claude, &all());
     assert_eq!(
@@ -375,7 +374,7 @@ fn real_2_1_projects_order_filters_and_lookups() {
 
 #[test]
 fn real_facts_through_a_cache_equal_the_scan() {
-    let Some(root) = real_root() else { return };
+    let root = real_root();
     for name in [
         "personal-ai-infrastructure",
         "claude-code-viewer",

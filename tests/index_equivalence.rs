@@ -1,6 +1,8 @@
 //! The index answers exactly what the reference loader answers: on every fixture and real
 //! transcript, after a cold build, and after catching up line by line (torn tails included).
 
+mod util;
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -11,8 +13,7 @@ fn manifest() -> PathBuf {
 }
 
 fn real_dir() -> PathBuf {
-    std::env::var_os("CHAINLOG_REAL_TRANSCRIPTS")
-        .map_or_else(|| manifest().join("../shared/transcripts"), PathBuf::from)
+    util::real_corpus()
 }
 
 fn jsonl_files(dir: &Path, out: &mut Vec<PathBuf>) {

@@ -1,16 +1,15 @@
 //! Listing from the index: cached facts equal scanned facts, and a listing reads no
 //! transcript that did not change (it `stat`s each file only).
 
+mod util;
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use chainlog::{FactsCache, Store, scan_session_facts};
 
 fn real_dir() -> PathBuf {
-    std::env::var_os("CHAINLOG_REAL_TRANSCRIPTS").map_or_else(
-        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/transcripts"),
-        PathBuf::from,
-    )
+    util::real_corpus()
 }
 
 fn sessions(dir: &Path, out: &mut Vec<PathBuf>) {

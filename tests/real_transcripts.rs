@@ -8,7 +8,7 @@
 //! 3. the real binary (`chainlog resume FILE --format uuids`, with and without `--full`)
 //!    against the library.
 //!
-//! The corpus is `$CHAINLOG_REAL_TRANSCRIPTS`, else `../shared/transcripts` beside the crate.
+//! The corpus is `$CHAINLOG_REAL_TRANSCRIPTS`, else the vendored copy in `fixtures/real/`.
 //! A missing or empty corpus is a failure, not a skip.
 
 mod util;
@@ -22,16 +22,7 @@ use serde_json::Value;
 const ENV: &str = "CHAINLOG_REAL_TRANSCRIPTS";
 
 fn corpus_dir() -> (PathBuf, bool) {
-    match std::env::var_os(ENV) {
-        Some(dir) => (PathBuf::from(dir), true),
-        None => (
-            PathBuf::from(concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/../shared/transcripts"
-            )),
-            false,
-        ),
-    }
+    (util::real_corpus(), std::env::var_os(ENV).is_some())
 }
 
 /// Every `*.jsonl` of the corpus; fails when there is none.
@@ -40,7 +31,7 @@ fn corpus() -> Vec<PathBuf> {
     let origin = if from_env {
         format!("${ENV}")
     } else {
-        "the default corpus (../shared/transcripts)".to_owned()
+        "the vendored corpus (fixtures/real)".to_owned()
     };
     assert!(
         dir.is_dir(),

@@ -16,6 +16,38 @@ pub fn manifest_dir() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
+/// The real-transcript corpus: `$CHAINLOG_REAL_TRANSCRIPTS` when set (extra corpora), else the
+/// vendored copy in `fixtures/real/` (MIT-licensed, see its MANIFEST.md). A folder that is
+/// missing is a failure naming the variable, never a skip.
+pub fn real_corpus() -> PathBuf {
+    let (dir, origin) = match std::env::var_os("CHAINLOG_REAL_TRANSCRIPTS") {
+        Some(d) => (PathBuf::from(d), "$CHAINLOG_REAL_TRANSCRIPTS"),
+        None => (manifest_dir().join("fixtures/real"), "the vendored corpus"),
+    };
+    assert!(
+        dir.is_dir(),
+        "{origin}: {} is not a directory (set CHAINLOG_REAL_TRANSCRIPTS to a folder of claude dirs)",
+        dir.display()
+    );
+    dir
+}
+
+/// Copies the folder `from` to `to` (created), files and folders only.
+pub fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap().flatten() {
+        let (src, dst) = (e.path(), to.join(e.file_name()));
+        if e.file_type().unwrap().is_dir() {
+            copy_tree(&src, &dst);
+        } else {
+            std::fs::copy(&src, &dst).unwrap();
+            let mut perm = std::fs::metadata(&dst).unwrap().permissions();
+            perm.set_readonly(false);
+            std::fs::set_permissions(&dst, perm).unwrap();
+        }
+    }
+}
+
 /// Runs the real `chainlog` binary with `args`, stdin closed.
 pub fn chainlog(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_chainlog"))
