@@ -41,8 +41,9 @@ pub fn copy_tree(from: &Path, to: &Path) {
             copy_tree(&src, &dst);
         } else {
             std::fs::copy(&src, &dst).unwrap();
-            let mut perm = std::fs::metadata(&dst).unwrap().permissions();
-            perm.set_readonly(false);
+            // Writable by the owner only (the source may be read-only).
+            let perm =
+                <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o600);
             std::fs::set_permissions(&dst, perm).unwrap();
         }
     }
