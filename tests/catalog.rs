@@ -81,27 +81,28 @@ impl Cache {
 // Real transcripts
 // ------------------------------------------------------------------------------------------
 
-#[test]
-fn real_2_0_project_titles_counts_order_and_agents() {
-    // A copy, so the two files without messages (ordered by mtime) get known mtimes: a git
-    // checkout gives every file the same one.
-    let tmp = tempfile::tempdir().unwrap();
-    let claude = tmp.path().join("personal-ai-infrastructure");
+/// A copy of the 2.0 claude dir, so the two files without messages (ordered by mtime) get known
+/// mtimes: a git checkout gives every file the same one.
+fn pai_copy_with_mtimes(tmp: &Path) -> PathBuf {
+    let claude = tmp.join("personal-ai-infrastructure");
     util::copy_tree(&real_root().join("personal-ai-infrastructure"), &claude);
     let project = claude.join("projects/-home-jenkins-Personal-AI-Infrastructure");
     for (stem, secs) in [
         ("98098c74-435a-42ec-ad08-ae58c7559232", 2_000),
         ("d3d4e0f8-bcb2-4597-8d7e-3fbcb2d9402b", 1_000),
     ] {
-        let f = std::fs::File::options()
-            .write(true)
-            .open(project.join(format!("{stem}.jsonl")))
-            .unwrap();
-        f.set_modified(
-            std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_700_000_000 + secs),
-        )
-        .unwrap();
+        let path = project.join(format!("{stem}.jsonl"));
+        let f = std::fs::File::options().write(true).open(path).unwrap();
+        let t = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_700_000_000 + secs);
+        f.set_modified(t).unwrap();
     }
+    claude
+}
+
+#[test]
+fn real_2_0_project_titles_counts_order_and_agents() {
+    let tmp = tempfile::tempdir().unwrap();
+    let claude = pai_copy_with_mtimes(tmp.path());
     let sessions = list(&claude, &all());
     // Newest last message first; the empty and the summary-only file (no messages) last.
     assert_eq!(
