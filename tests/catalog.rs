@@ -1085,6 +1085,75 @@ fn cli_ls_and_continue() {
     assert_eq!(o.status.code(), Some(1));
 }
 
+/// `ls` for people: one line per session at 80 columns (title first, short ids), the header
+/// names the sort, empty sessions only with `--include-empty`, `--project` takes a project key.
+#[test]
+fn cli_ls_human_rows_fit_and_project_keys() {
+    let fx = CliFixture::new();
+    let long = "x".repeat(300);
+    let mut w = Writer::new(9);
+    w.user(&long);
+    w.reply("answer");
+    for l in &mut w.lines {
+        l["cwd"] = json!(fx.cwd.to_str().unwrap());
+    }
+    std::fs::write(fx.project.join(format!("{}.jsonl", w.session)), w.bytes()).unwrap();
+    std::fs::write(
+        fx.project
+            .join("00000000-0000-4000-8000-0000000000ee.jsonl"),
+        "",
+    )
+    .unwrap();
+    let ls = |extra: &[&str]| {
+        let o = Command::new(env!("CARGO_BIN_EXE_chainlog"))
+            .arg("--claude-dir")
+            .arg(&fx.claude)
+            .arg("ls")
+            .args(extra)
+            .current_dir(&fx.cwd)
+            .env("COLUMNS", "80")
+            .env("XDG_CACHE_HOME", env!("CARGO_TARGET_TMPDIR"))
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+        stdout(&o)
+    };
+    let table = ls(&[]);
+    let lines: Vec<&str> = table.lines().collect();
+    assert_eq!(lines.len(), 6, "header + 5 sessions with messages: {table}");
+    for l in &lines {
+        assert!(l.chars().count() <= 80, "wider than 80: {l:?}");
+    }
+    assert!(
+        lines[0].starts_with("title") && lines[0].contains("modified"),
+        "{table}"
+    );
+    assert!(
+        lines[1].starts_with("xxxx") && lines[1].contains('…'),
+        "{table}"
+    );
+    assert!(lines[1].contains(&w.session[..8]) && !lines[1].contains(&w.session[..9]));
+    assert!(
+        ls(&["--sort", "created"])
+            .lines()
+            .next()
+            .unwrap()
+            .contains("created")
+    );
+    assert_eq!(
+        ls(&["--include-empty"]).lines().count(),
+        7,
+        "the empty file too"
+    );
+    // A project key lists the same sessions as the working directory.
+    let key = fx.project.file_name().unwrap().to_str().unwrap();
+    let elsewhere = fx.tmp.path();
+    let by_key = run(&fx.claude, elsewhere, &["ls", "--json", "--project", key]);
+    let rows = json_lines(&by_key);
+    assert_eq!(rows.len(), 5, "{}", stderr(&by_key));
+    assert_eq!(rows[0]["schema"], 1);
+}
+
 #[test]
 fn cli_resume_by_id_title_path_and_refusals() {
     let fx = CliFixture::new();

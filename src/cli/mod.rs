@@ -7,6 +7,7 @@ mod index_cmd;
 mod leaves;
 mod ls;
 mod resume;
+mod table;
 
 use std::io::Write;
 use std::path::PathBuf;
