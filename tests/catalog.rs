@@ -865,7 +865,7 @@ fn generated_tree_title_and_agent_lookups() {
     let tree = Tree::new();
     let mut cache = Cache::new();
     let cwd = Some(Path::new(CWD));
-    // Titles: exact match only, duplicates refused with the candidates listed.
+    // Titles: exact first; duplicates refused with the candidates listed.
     let t = resolve_target(&tree.claude, cwd, "renamed 27", &mut |p| cache.get(p)).unwrap();
     assert_eq!(t.path(), tree.project.join(format!("{}.jsonl", sid(27))));
     let dup = resolve_target(&tree.claude, cwd, "(session)", &mut |p| cache.get(p)).unwrap_err();
@@ -874,8 +874,14 @@ fn generated_tree_title_and_agent_lookups() {
         matches!(dup, Error::Ambiguous { ref candidates, .. } if candidates.len() == untitled),
         "{dup}"
     );
-    assert_eq!(dup.exit_code(), 1);
-    let none = resolve_target(&tree.claude, cwd, "renamed 2", &mut |p| cache.get(p)).unwrap_err();
+    assert_eq!(dup.exit_code(), 2);
+    // A title in another case.
+    let t = resolve_target(&tree.claude, cwd, "RENAMED 27", &mut |p| cache.get(p)).unwrap();
+    assert_eq!(t.path(), tree.project.join(format!("{}.jsonl", sid(27))));
+    let none = resolve_target(&tree.claude, cwd, "no title has this", &mut |p| {
+        cache.get(p)
+    })
+    .unwrap_err();
     assert!(matches!(none, Error::NotFound(_)), "{none}");
     // An agent id in the subagents layout (nested one level) resolves to its file.
     let t = resolve_target(&tree.claude, cwd, "acompact-c", &mut |p| cache.get(p)).unwrap();
@@ -1182,9 +1188,9 @@ fn cli_resume_by_id_title_path_and_refusals() {
         "{}",
         stderr(&o)
     );
-    // Two sessions titled "Twin": exit 1, both listed, nothing printed.
+    // Two sessions titled "Twin": exit 2, both listed, nothing printed.
     let o = fx.run(&["resume", "Twin"]);
-    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(o.status.code(), Some(2));
     assert!(
         stderr(&o).contains(fx.id(2)) && stderr(&o).contains(fx.id(3)),
         "{}",
@@ -1205,6 +1211,31 @@ fn cli_resume_by_id_title_path_and_refusals() {
     assert_eq!(o.status.code(), Some(1));
     let o = fx.run(&["resume", "No such title"]);
     assert_eq!(o.status.code(), Some(1));
+}
+
+/// Every verb takes the same targets: a unique id prefix (≥ 4 characters), a title in any case
+/// or a unique part of it; an ambiguous prefix or title lists the candidates and exits 2.
+#[test]
+fn cli_targets_prefixes_and_loose_titles() {
+    let fx = CliFixture::new();
+    for (arg, n) in [("00000001", 1), ("00000004", 4), ("ALPHA", 1), ("lph", 1)] {
+        let o = fx.run(&["resume", arg, "--format", "uuids"]);
+        assert!(o.status.success(), "{arg}: {}", stderr(&o));
+        assert_eq!(stdout(&o).lines().collect::<Vec<_>>(), fx.uuids(n), "{arg}");
+    }
+    // `leaves` takes a session id, not only a path.
+    let o = fx.run(&["leaves", "00000002", "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let last = fx.uuids(2).pop().unwrap();
+    assert!(stdout(&o).contains(&last), "{}", stdout(&o));
+    for ambiguous in ["0000", "twin"] {
+        let o = fx.run(&["resume", ambiguous]);
+        assert_eq!(o.status.code(), Some(2), "{ambiguous}: {}", stderr(&o));
+        assert!(stderr(&o).contains(fx.id(2)) && stderr(&o).contains(fx.id(3)));
+        assert!(stdout(&o).is_empty());
+    }
+    // Too short to be a prefix, and no title contains it.
+    assert_eq!(fx.run(&["resume", "000"]).status.code(), Some(1));
 }
 
 #[test]
