@@ -1286,3 +1286,22 @@ fn cli_agents_and_resume_of_an_agent() {
     let s1_row = rows.iter().find(|r| r["sessionId"] == s1.as_str()).unwrap();
     assert_eq!(s1_row["agents"], 1);
 }
+
+/// Completions and the man page come from the clap definitions; errors under `--json` are one
+/// JSON object on stderr with the exit code.
+#[test]
+fn cli_completions_man_and_json_errors() {
+    let fx = CliFixture::new();
+    let o = fx.run(&["completions", "bash"]);
+    assert!(o.status.success());
+    assert!(stdout(&o).contains("_chainlog") && stdout(&o).contains("resume"));
+    let o = fx.run(&["man"]);
+    assert!(o.status.success());
+    assert!(stdout(&o).contains(".TH chainlog 1"));
+    let o = fx.run(&["--json", "resume", "no such title"]);
+    assert_eq!(o.status.code(), Some(1));
+    let err: Value = serde_json::from_str(stderr(&o).trim()).expect("one JSON object");
+    assert_eq!(err["exitCode"], 1);
+    assert!(err["error"].as_str().unwrap().contains("no such title"));
+    assert!(stdout(&o).is_empty());
+}
