@@ -42,6 +42,7 @@ mod export;
 pub mod generate;
 mod index;
 mod resume;
+mod search;
 mod transcript;
 
 pub use catalog::{
@@ -75,6 +76,9 @@ pub use resume::{
     message::{Block, Message, Role},
     read_view,
     text::render as render_text,
+};
+pub use search::{
+    SearchCatchUp, SearchHit, SearchOptions, matching_sessions, search, search_catch_up,
 };
 pub use transcript::envelope::{Flags, Kind, LineProblem, hash64};
 pub use transcript::frame::LinePos;

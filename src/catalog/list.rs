@@ -45,8 +45,10 @@ pub struct ListOptions {
     /// Every project.
     pub all: bool,
     /// Keep sessions whose title, first prompt or last prompt contains this
-    /// (case-insensitive).
+    /// (case-insensitive), or that are in `search_hits`.
     pub search: Option<String>,
+    /// Sessions a full-text search found for `search` (see [`crate::search`]).
+    pub search_hits: Option<std::collections::HashSet<PathBuf>>,
     /// Keep sessions with exactly this tag.
     pub tag: Option<String>,
     /// Keep sessions whose git branch is exactly this.
@@ -154,6 +156,10 @@ pub fn list_sessions(
             .into_iter()
             .flatten()
             .any(|t| t.to_lowercase().contains(n))
+                || opts
+                    .search_hits
+                    .as_ref()
+                    .is_some_and(|h| h.contains(&f.path))
         });
         search_ok
             && opts

@@ -54,19 +54,29 @@ pub struct LsArgs {
 
 pub fn run(cli: &Cli, a: &LsArgs, out: &mut impl Write) -> CliResult {
     let claude = chainlog::claude_dir(cli.claude_dir.as_deref())?;
-    let opts = ListOptions {
+    let mut opts = ListOptions {
         project: a.project.clone(),
         all: a.all,
         search: a.search.clone(),
         tag: a.tag.clone(),
         branch: a.branch.clone(),
         limit: a.limit,
+        search_hits: None,
         sort: match a.sort {
             SortArg::Modified => SortBy::Modified,
             SortArg::Created => SortBy::Created,
         },
     };
     let store = super::store(cli);
+    if let Some(text) = &a.search {
+        // Title and prompts, or any message that matches in the full-text index.
+        let scope = chainlog::SearchOptions {
+            project: a.project.clone(),
+            all: a.all,
+            limit: 0,
+        };
+        opts.search_hits = Some(chainlog::matching_sessions(&store, &claude, text, &scope)?);
+    }
     let mut cache = chainlog::FactsCache::new(&store);
     let mut sessions = chainlog::list_sessions(&claude, &opts, &mut |p| cache.facts(p))?;
     cache.flush()?;

@@ -8,6 +8,7 @@ mod index_cmd;
 mod leaves;
 mod ls;
 mod resume;
+mod search;
 mod table;
 
 use std::io::Write;
@@ -55,6 +56,8 @@ pub enum Command {
     Rebuild(index_cmd::PathsArgs),
     /// Compare the index with a full scan; exit 2 on any difference.
     Verify(index_cmd::PathsArgs),
+    /// Search the text of every message (prompts, answers, tool calls and results).
+    Search(search::SearchArgs),
     /// Write a session as Markdown, self-contained HTML or JSONL.
     Export(export::ExportArgs),
     /// Write a generated transcript (for demos, tests and benchmarks).
@@ -98,6 +101,7 @@ pub fn main() -> ExitCode {
         Command::Rebuild(a) => index_cmd::run(&cli, a, index_cmd::Verb::Rebuild, &mut out),
         Command::Verify(a) => index_cmd::run(&cli, a, index_cmd::Verb::Verify, &mut out),
         Command::Export(a) => export::run(&cli, a, &mut out),
+        Command::Search(a) => search::run(&cli, a, &mut out),
         Command::Gen(a) => gen_cmd(a),
         Command::Completions { shell } => {
             let mut cmd = <Cli as clap::CommandFactory>::command();

@@ -109,23 +109,15 @@ impl Store {
             .or_else(|| abs.parent())
             .unwrap_or(&abs)
             .to_path_buf();
-        let name: String = project
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default()
-            .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || c == '-' {
-                    c
-                } else {
-                    '_'
-                }
-            })
-            .take(48)
-            .collect();
-        let hash = blake3::hash(project.as_os_str().as_encoded_bytes());
         self.index_dir
-            .join(format!("{name}-{}.redb", &hash.to_hex()[..16]))
+            .join(format!("{}.redb", project_slug(&project)))
+    }
+
+    /// The full-text search index of a project directory (`chainlog search`), beside the
+    /// sidecars.
+    pub(crate) fn search_dir(&self, project_dir: &Path) -> PathBuf {
+        let abs = std::fs::canonicalize(project_dir).unwrap_or_else(|_| project_dir.to_path_buf());
+        self.index_dir.join("search").join(project_slug(&abs))
     }
 
     pub(crate) fn key(transcript: &Path) -> String {
@@ -319,6 +311,26 @@ impl Store {
         }
         Ok(None)
     }
+}
+
+/// A file name for a project's caches: its folder name (made safe) and a hash of its path.
+fn project_slug(project: &Path) -> String {
+    let name: String = project
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(48)
+        .collect();
+    let hash = blake3::hash(project.as_os_str().as_encoded_bytes());
+    format!("{name}-{}", &hash.to_hex()[..16])
 }
 
 fn read_state(db: &impl ReadableDatabase, key: &str) -> Option<FileState> {

@@ -98,6 +98,11 @@ impl Message {
     /// Reads a view entry.
     pub fn from_entry(entry: &ViewEntry, names: &IdNames) -> Message {
         let v = entry.value().unwrap_or(Value::Null);
+        Message::from_value(&v, names.name(entry.link.uuid), entry.json.clone())
+    }
+
+    /// Reads a parsed line whose uuid is `uuid`; `raw` is the line.
+    pub fn from_value(v: &Value, uuid: String, raw: Vec<u8>) -> Message {
         let s = |k: &str| v.get(k).and_then(Value::as_str).map(str::to_owned);
         let role = match v.get("type").and_then(Value::as_str) {
             Some("user") => Role::User,
@@ -119,7 +124,7 @@ impl Message {
             _ => s("content").map(Block::Text).into_iter().collect(),
         };
         Message {
-            uuid: names.name(entry.link.uuid),
+            uuid,
             role,
             subtype,
             timestamp: s("timestamp"),
@@ -127,7 +132,7 @@ impl Message {
             meta: v.get("isMeta").and_then(Value::as_bool) == Some(true)
                 || v.get("isCompactSummary").and_then(Value::as_bool) == Some(true),
             blocks,
-            raw: entry.json.clone(),
+            raw,
         }
     }
 
@@ -141,6 +146,26 @@ impl Message {
             })
             .collect::<Vec<_>>()
             .join("\n\n")
+    }
+
+    /// Every word a search should find: texts, thinking, tool names, tool inputs (commands,
+    /// paths) and tool results.
+    pub fn searchable_text(&self) -> String {
+        let mut out = String::new();
+        for b in &self.blocks {
+            match b {
+                Block::Text(t) | Block::Thinking(t) => out.push_str(t),
+                Block::ToolUse { name, input, .. } => {
+                    out.push_str(name);
+                    out.push(' ');
+                    out.push_str(&input_text(input));
+                }
+                Block::ToolResult { text, .. } => out.push_str(text),
+                Block::Image { .. } | Block::Other { .. } => {}
+            }
+            out.push('\n');
+        }
+        out
     }
 
     /// Whether this is a compact boundary (`system`/`compact_boundary`).
@@ -187,5 +212,16 @@ fn block(b: &Value) -> Block {
             kind: other.to_owned(),
             raw: b.clone(),
         },
+    }
+}
+
+/// The string values of a tool input, one per line (keys and JSON punctuation left out).
+fn input_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Array(items) => items.iter().map(input_text).collect::<Vec<_>>().join("\n"),
+        Value::Object(o) => o.values().map(input_text).collect::<Vec<_>>().join("\n"),
+        Value::Null => String::new(),
+        other => other.to_string(),
     }
 }

@@ -1,0 +1,77 @@
+//! `chainlog search`: full-text search over every message, ranked, with snippets and the uuid
+//! to resume at.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use chainlog::SearchOptions;
+
+use super::{Cli, CliResult, write_json};
+
+#[derive(Debug, clap::Args)]
+pub struct SearchArgs {
+    /// Words (all must match), "a phrase", OR, -excluded.
+    pub query: String,
+    /// The project: a working directory, a project directory or a project key (default: the
+    /// current directory).
+    #[arg(
+        long,
+        value_name = "DIR",
+        conflicts_with = "all",
+        allow_hyphen_values = true
+    )]
+    pub project: Option<PathBuf>,
+    /// Every project.
+    #[arg(long)]
+    pub all: bool,
+    /// At most N hits.
+    #[arg(long, value_name = "N", default_value_t = 20)]
+    pub limit: usize,
+}
+
+/// The `schema` of `search --json` objects.
+pub const SEARCH_JSON_SCHEMA: u32 = 1;
+
+pub fn run(cli: &Cli, a: &SearchArgs, out: &mut impl Write) -> CliResult {
+    let claude = chainlog::claude_dir(cli.claude_dir.as_deref())?;
+    let opts = SearchOptions {
+        project: a.project.clone(),
+        all: a.all,
+        limit: a.limit,
+    };
+    let hits = chainlog::search(&super::store(cli), &claude, &a.query, &opts)?;
+    if cli.json {
+        for h in &hits {
+            let mut v = serde_json::to_value(h).unwrap_or_default();
+            if let Some(o) = v.as_object_mut() {
+                o.insert("schema".into(), SEARCH_JSON_SCHEMA.into());
+            }
+            write_json(out, &v)?;
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    if hits.is_empty() {
+        eprintln!("chainlog: no message matches {:?}", a.query);
+        return Ok(ExitCode::from(1));
+    }
+    for h in &hits {
+        writeln!(
+            out,
+            "{}  {}  {:<9} {}  {}\n    {}\n    chainlog resume {} --at {}",
+            &h.session_id.chars().take(8).collect::<String>(),
+            h.timestamp.as_deref().unwrap_or("-"),
+            h.role,
+            match (h.on_chain, h.sidechain) {
+                (true, _) => "chain ",
+                (false, true) => "agent ",
+                (false, false) => "branch",
+            },
+            h.path.display(),
+            super::table::clean(&h.snippet),
+            h.session_id,
+            h.uuid,
+        )?;
+    }
+    Ok(ExitCode::SUCCESS)
+}

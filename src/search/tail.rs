@@ -1,0 +1,149 @@
+//! Reading a transcript for the search index: what changed since the last commit, and the
+//! searchable messages of its new lines.
+
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
+use std::os::unix::fs::{FileExt, MetadataExt};
+use std::path::Path;
+
+use serde_json::Value;
+
+use super::FileMark;
+use crate::error::{Error, Result};
+use crate::resume::message::{Message, Role};
+use crate::transcript::frame::Framer;
+
+/// How much before the indexed length is hashed to recognise the same file.
+const TAIL: u64 = 4096;
+
+/// What a transcript needs.
+pub(super) enum Plan {
+    /// Nothing changed.
+    Unchanged,
+    /// It grew: index its lines from `from`.
+    Append {
+        /// The indexed length.
+        from: u64,
+    },
+    /// Anything else: drop its documents and index it from zero.
+    Reindex,
+}
+
+fn tail_hash(file: &File, len: u64) -> std::io::Result<String> {
+    let start = len.saturating_sub(TAIL);
+    let mut buf = vec![0; usize::try_from(len - start).unwrap_or(0)];
+    file.read_exact_at(&mut buf, start)?;
+    Ok(blake3::hash(&buf).to_hex().to_string())
+}
+
+/// Compares the transcript with its mark.
+pub(super) fn plan(path: &Path, mark: Option<&FileMark>) -> std::io::Result<Plan> {
+    let Some(mark) = mark else {
+        return Ok(Plan::Reindex);
+    };
+    let file = File::open(path)?;
+    let m = file.metadata()?;
+    let same_stat = m.dev() == mark.dev
+        && m.ino() == mark.ino
+        && m.len() >= mark.len
+        && (m.len() > mark.len || (mtime_ns(&m), ctime_ns(&m)) == (mark.mtime_ns, mark.ctime_ns));
+    if !same_stat {
+        return Ok(Plan::Reindex);
+    }
+    if tail_hash(&file, mark.len)? != mark.tail_hash {
+        return Ok(Plan::Reindex);
+    }
+    Ok(if m.len() == mark.len {
+        Plan::Unchanged
+    } else {
+        Plan::Append { from: mark.len }
+    })
+}
+
+/// A message to index.
+pub(super) struct Found {
+    pub uuid: String,
+    pub role: &'static str,
+    pub sidechain: bool,
+    pub timestamp: Option<String>,
+    pub offset: u64,
+    pub len: u64,
+    pub text: String,
+}
+
+/// The searchable message of one line, if it has one: user and assistant entries and
+/// `local_command` system entries with text.
+fn found(bytes: &[u8], offset: u64, len: u64) -> Option<Found> {
+    let v: Value = crate::resume::body::parse_value(bytes)?;
+    let uuid = v.get("uuid")?.as_str()?.to_owned();
+    let m = Message::from_value(&v, uuid, Vec::new());
+    let keep = match m.role {
+        Role::User | Role::Assistant => true,
+        Role::System => m.subtype.as_deref() == Some("local_command"),
+        _ => false,
+    };
+    let text = m.searchable_text();
+    (keep && !text.trim().is_empty()).then(|| Found {
+        role: m.role.as_str(),
+        sidechain: m.sidechain,
+        timestamp: m.timestamp.clone(),
+        uuid: m.uuid,
+        offset,
+        len,
+        text,
+    })
+}
+
+/// Calls `add` for each searchable message from byte `from` to the last complete line, and
+/// returns the file's new mark.
+pub(super) fn read_messages(
+    path: &Path,
+    from: u64,
+    mut add: impl FnMut(&Found) -> Result<()>,
+) -> Result<FileMark> {
+    let io = |e| Error::io(path, e);
+    let mut file = File::open(path).map_err(io)?;
+    let m = file.metadata().map_err(io)?;
+    file.seek(SeekFrom::Start(from)).map_err(io)?;
+    let mut failed = None;
+    let summary = Framer::resume_at(from, 0)
+        .frame_reader((&mut file).take(m.len() - from), |line| {
+            if failed.is_some() {
+                return;
+            }
+            if let Some(f) = found(line.bytes, line.pos.offset, line.pos.len)
+                && let Err(e) = add(&f)
+            {
+                failed = Some(e);
+            }
+        })
+        .map_err(io)?;
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    let len = summary.complete_len;
+    Ok(FileMark {
+        dev: m.dev(),
+        ino: m.ino(),
+        mtime_ns: mtime_ns(&m),
+        ctime_ns: ctime_ns(&m),
+        len,
+        tail_hash: tail_hash(&file, len).map_err(io)?,
+    })
+}
+
+/// The searchable text of the line at `offset` (for snippets).
+pub(super) fn message_text(path: &Path, offset: u64, len: u64) -> Option<String> {
+    let file = File::open(path).ok()?;
+    let mut buf = vec![0; usize::try_from(len).ok()?];
+    file.read_exact_at(&mut buf, offset).ok()?;
+    found(&buf, offset, len).map(|f| f.text)
+}
+
+fn mtime_ns(m: &std::fs::Metadata) -> i128 {
+    i128::from(m.mtime()) * 1_000_000_000 + i128::from(m.mtime_nsec())
+}
+
+fn ctime_ns(m: &std::fs::Metadata) -> i128 {
+    i128::from(m.ctime()) * 1_000_000_000 + i128::from(m.ctime_nsec())
+}

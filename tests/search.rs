@@ -1,0 +1,201 @@
+//! Full-text search (`chainlog search`, `ls --search`): finds words in prompts, answers, tool
+//! calls and results; marks dead branches; follows appends and rewrites by tailing; and the
+//! second search reads no transcript that did not change.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use chainlog::{SearchOptions, Store, search, search_catch_up};
+use serde_json::json;
+
+const CWD: &str = "/work/demo";
+
+fn line(uuid: u32, parent: Option<u32>, ty: &str, content: &serde_json::Value) -> String {
+    let id = |n: u32| format!("00000000-0000-4000-8000-{n:012}");
+    let message = if ty == "user" {
+        json!({"role": "user", "content": content})
+    } else {
+        json!({"id": format!("msg_{uuid}"), "type": "message", "role": "assistant", "model": "m", "content": content})
+    };
+    let v = json!({
+        "parentUuid": parent.map(id),
+        "isSidechain": false,
+        "type": ty,
+        "message": message,
+        "uuid": id(uuid),
+        "timestamp": format!("2025-05-01T10:00:{:02}.000Z", uuid),
+        "sessionId": "11111111-1111-4111-8111-111111111111",
+        "cwd": CWD,
+    });
+    format!("{v}\n")
+}
+
+/// A session: a prompt, a Bash call running rsync and its result, then two answers to the
+/// same result (the older one, mentioning "abandoned", is a dead branch).
+fn session() -> String {
+    [
+        line(1, None, "user", &json!("back up the photos")),
+        line(
+            2,
+            Some(1),
+            "assistant",
+            &json!([{"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "rsync -a photos/ /mnt/backup/"}}]),
+        ),
+        line(
+            3,
+            Some(2),
+            "user",
+            &json!([{"type": "tool_result", "tool_use_id": "t1", "content": "sent 1,024 bytes"}]),
+        ),
+        line(4, Some(3), "assistant", &json!([{"type": "text", "text": "An abandoned answer."}])),
+        line(5, Some(3), "assistant", &json!([{"type": "text", "text": "Backup finished."}])),
+    ]
+    .concat()
+}
+
+struct Fx {
+    _tmp: tempfile::TempDir,
+    claude: PathBuf,
+    file: PathBuf,
+    store: Store,
+}
+
+fn fx() -> Fx {
+    let tmp = tempfile::tempdir().unwrap();
+    let claude = tmp.path().join("claude");
+    let project = claude.join("projects/-work-demo");
+    std::fs::create_dir_all(&project).unwrap();
+    let file = project.join("11111111-1111-4111-8111-111111111111.jsonl");
+    std::fs::write(&file, session()).unwrap();
+    let store = Store::new(tmp.path().join("index"));
+    Fx {
+        _tmp: tmp,
+        claude,
+        file,
+        store,
+    }
+}
+
+fn all() -> SearchOptions {
+    SearchOptions {
+        all: true,
+        ..SearchOptions::default()
+    }
+}
+
+fn uuids(fx: &Fx, q: &str) -> Vec<(String, bool)> {
+    search(&fx.store, &fx.claude, q, &all())
+        .unwrap()
+        .into_iter()
+        .map(|h| (h.uuid[h.uuid.len() - 2..].to_owned(), h.on_chain))
+        .collect()
+}
+
+#[test]
+fn finds_tool_commands_results_and_marks_branches() {
+    let fx = fx();
+    assert_eq!(uuids(&fx, "rsync"), [("02".to_owned(), true)]);
+    assert_eq!(uuids(&fx, "1,024"), [("03".to_owned(), true)]);
+    assert_eq!(
+        uuids(&fx, "abandoned"),
+        [("04".to_owned(), false)],
+        "dead branch"
+    );
+    assert_eq!(uuids(&fx, "finished"), [("05".to_owned(), true)]);
+    assert!(uuids(&fx, "nowhere").is_empty());
+    let hit = &search(&fx.store, &fx.claude, "rsync", &all()).unwrap()[0];
+    assert!(hit.snippet.contains("[rsync]"), "{}", hit.snippet);
+    assert_eq!(hit.path, fx.file);
+}
+
+#[test]
+fn catch_up_tails_appends_and_notices_rewrites() {
+    let fx = fx();
+    let first = search_catch_up(&fx.store, &fx.claude, &all()).unwrap();
+    assert_eq!((first.files, first.reindexed, first.appended), (1, 1, 0));
+    // Nothing changed: no transcript is read again.
+    let again = search_catch_up(&fx.store, &fx.claude, &all()).unwrap();
+    assert_eq!((again.reindexed, again.appended), (0, 0));
+    // An append is read from the old end only.
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&fx.file)
+        .unwrap();
+    f.write_all(line(6, Some(5), "user", &json!("now zip the archive")).as_bytes())
+        .unwrap();
+    drop(f);
+    let grown = search_catch_up(&fx.store, &fx.claude, &all()).unwrap();
+    assert_eq!((grown.reindexed, grown.appended), (0, 1));
+    assert_eq!(uuids(&fx, "zip"), [("06".to_owned(), true)]);
+    assert_eq!(
+        uuids(&fx, "rsync").len(),
+        1,
+        "old documents are not duplicated"
+    );
+    // A same-length rewrite in place (a redaction): the old word must not be found.
+    let text = std::fs::read_to_string(&fx.file)
+        .unwrap()
+        .replace("rsync", "xxxxx");
+    std::fs::write(&fx.file, text).unwrap();
+    let redone = search_catch_up(&fx.store, &fx.claude, &all()).unwrap();
+    assert_eq!(redone.reindexed, 1);
+    assert!(uuids(&fx, "rsync").is_empty());
+    assert_eq!(uuids(&fx, "xxxxx").len(), 1);
+    // A deleted transcript's documents go.
+    std::fs::remove_file(&fx.file).unwrap();
+    let gone = search_catch_up(&fx.store, &fx.claude, &all()).unwrap();
+    assert_eq!(gone.dropped, 1);
+    assert!(uuids(&fx, "zip").is_empty());
+}
+
+#[test]
+fn the_search_index_is_a_cache() {
+    let fx = fx();
+    assert_eq!(uuids(&fx, "rsync").len(), 1);
+    // Damage it: the next search rebuilds it and answers the same.
+    let dir = fx.store.db_path(&fx.file).parent().unwrap().join("search");
+    for e in walk(&dir) {
+        std::fs::write(&e, b"garbage").unwrap();
+    }
+    assert_eq!(uuids(&fx, "rsync"), [("02".to_owned(), true)]);
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        if e.file_type().unwrap().is_dir() {
+            out.extend(walk(&e.path()));
+        } else {
+            out.push(e.path());
+        }
+    }
+    out
+}
+
+#[test]
+fn cli_search_and_ls_search() {
+    let fx = fx();
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_chainlog"))
+            .arg("--claude-dir")
+            .arg(&fx.claude)
+            .arg("--index-dir")
+            .arg(fx.store.db_path(&fx.file).parent().unwrap())
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let o = run(&["--json", "search", "rsync", "--all"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let hit: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(hit["uuid"], "00000000-0000-4000-8000-000000000002");
+    assert_eq!(hit["onChain"], true);
+    assert_eq!(hit["schema"], 1);
+    // `ls --search` finds the session by a word only its tool call holds.
+    let o = run(&["--json", "ls", "--all", "--search", "rsync"]);
+    assert_eq!(String::from_utf8_lossy(&o.stdout).lines().count(), 1);
+    let o = run(&["--json", "ls", "--all", "--search", "nowhere"]);
+    assert!(o.stdout.is_empty());
+    assert_eq!(run(&["search", "nowhere", "--all"]).status.code(), Some(1));
+}
