@@ -11,10 +11,13 @@
 //! no live user/assistant child and a terminal is reachable from it through non-turn
 //! children. Both are recomputed from the stored edges after the whole batch is in.
 //!
-//! Declined (full re-derivation): duplicates, progress, compact boundaries, snips (flagged by
-//! ingest), a parent that is a progress entry, removed by a snip or dropped by a compaction, a
-//! parent that is the anchor of the live preserved segment, and a message that earlier rows
-//! already named as parent (it heals a chain break).
+//! Declined (full re-derivation) whenever the update is not sure:
+//! - flagged by ingest: duplicates, progress, compact boundaries, snips, and any uuid that an
+//!   earlier entry named before it arrived (a snip's `removedUuids`, a preserved segment's
+//!   head/anchor/tail, a dangling parent: the `forward` table);
+//! - a parent that is a progress entry, removed by a snip or dropped by a compaction, or the
+//!   anchor of the live preserved segment;
+//! - a walk through non-turn entries longer than [`WALK_LIMIT`] (never "no leaf" instead).
 
 use std::collections::HashSet;
 
@@ -30,7 +33,7 @@ use crate::transcript::envelope::Flags;
 use crate::transcript::id::Id;
 
 /// Depth limit for walks through non-turn entries (system/attachment runs are short).
-const WALK_LIMIT: usize = 4096;
+const WALK_LIMIT: usize = 1024;
 
 struct Tables<'t> {
     f: u32,
@@ -116,7 +119,10 @@ impl Tables<'_> {
 
     /// A terminal is reachable from non-turn `c` through non-turn children.
     fn reaches_terminal(&self, c: &MessageRow, seen: &mut HashSet<Id>) -> Result<bool, Decline> {
-        if !seen.insert(c.head.uuid) || seen.len() > WALK_LIMIT {
+        if seen.len() > WALK_LIMIT {
+            return Err(Decline);
+        }
+        if !seen.insert(c.head.uuid) {
             return Ok(false);
         }
         let kids = self.children_of(c.head.uuid)?;
@@ -163,7 +169,10 @@ impl Tables<'_> {
             if cur.head.kind.is_turn() {
                 return Ok(Some((seq, cur)));
             }
-            if !seen.insert(cur.head.uuid) || seen.len() > WALK_LIMIT {
+            if seen.len() > WALK_LIMIT {
+                return Err(Decline);
+            }
+            if !seen.insert(cur.head.uuid) {
                 return Ok(None);
             }
             let Some(p) = self.parent_of(&cur)? else {
@@ -184,9 +193,9 @@ pub fn extend(
     st: &mut FileState,
     new_rows: &[u32],
 ) -> Result<bool, redb::Error> {
-    let Some(&first_new) = new_rows.first() else {
+    if new_rows.is_empty() {
         return Ok(true);
-    };
+    }
     let progress = txn.open_table(PROGRESS)?;
     let t = Tables {
         f: st.file,
@@ -197,7 +206,7 @@ pub fn extend(
         reparented: txn.open_table(REPARENTED)?,
         derived: txn.open_table(DERIVED)?,
     };
-    let (plan, sidechain_rows) = match plan(&t, &progress, first_new, new_rows) {
+    let (plan, sidechain_rows) = match plan(&t, &progress, new_rows) {
         Ok(p) => p,
         Err(Decline) => return Ok(false),
     };
@@ -240,7 +249,6 @@ type Plan = (Vec<(u32, MessageRow, bool)>, u32);
 fn plan(
     t: &Tables<'_>,
     progress: &impl ReadableTable<(u32, [u8; 16]), &'static [u8]>,
-    first_new: u32,
     new_rows: &[u32],
 ) -> Result<Plan, Decline> {
     let f = t.f;
@@ -251,15 +259,6 @@ fn plan(
         let h = &row.head;
         if h.flags.has(Flags::SIDECHAIN) {
             sidechain_rows += 1;
-        }
-        // Named as parent by an older row: this heals a break.
-        if let Some(item) = t
-            .children
-            .range((f, h.uuid.0, 0)..(f, h.uuid.0, first_new))?
-            .next()
-        {
-            item?;
-            return Err(Decline);
         }
         if let Some(p) = h.parent {
             if progress.get((f, p.0))?.is_some() || t.st.segment_anchor == Some(p) {
