@@ -201,7 +201,8 @@ pub fn catch_up(
             let small = batch.new_rows.len() <= INCREMENTAL_MAX_ROWS;
             let done = !batch.structural
                 && small
-                && super::incremental::extend(txn, &mut st, &batch.new_rows)?;
+                && super::incremental::extend(txn, &mut st, &batch.new_rows)
+                    .map_err(super::derive::ingest_error)?;
             if !done {
                 super::derive::derive(txn, &mut st)?;
             }
