@@ -159,3 +159,57 @@ impl Graph for IndexGraph {
         Cow::Owned(self.st().checkpoint.into_iter().collect())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::chain::{ResolveOptions, resolve_graph};
+    use crate::index::{ingest, schema};
+    use redb::ReadableDatabase;
+
+    fn line(n: u64, parent: Option<u64>, ty: &str) -> String {
+        let id = |n: u64| format!("00000000-0000-4000-8000-{n:012x}");
+        let parent = parent.map_or("null".to_owned(), |p| format!("\"{}\"", id(p)));
+        format!(
+            r#"{{"parentUuid":{parent},"type":"{ty}","message":{{"role":"{ty}","content":"x"}},"uuid":"{}","sessionId":"s","timestamp":"2026-01-01T00:00:0{n}.000Z"}}"#,
+            id(n)
+        )
+    }
+
+    /// A stored row that does not decode ends the answer with a typed fault naming the table;
+    /// no placeholder row and no answer.
+    #[test]
+    fn a_damaged_row_is_a_typed_fault_not_an_answer() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.jsonl");
+        let text = [line(1, None, "user"), line(2, Some(1), "assistant")].join("\n") + "\n";
+        std::fs::write(&path, text).unwrap();
+        let db = redb::Database::create(dir.path().join("i.redb")).unwrap();
+        let txn = db.begin_write().unwrap();
+        schema::create_all(&txn).unwrap();
+        let (_, st) = ingest::catch_up(&txn, "t", &path).unwrap();
+        let names = IdNames::default();
+        let no_full = || Err::<IndexGraph, _>(IndexFault::Other("unused".into()));
+        txn.commit().unwrap();
+        {
+            let r = db.begin_read().unwrap();
+            let g = IndexGraph::new(&r, st.clone()).unwrap();
+            let res = resolve_graph(&g, ResolveOptions::default(), &names, no_full);
+            assert_eq!(res.unwrap().unwrap().chain.len(), 2);
+        }
+        let txn = db.begin_write().unwrap();
+        txn.open_table(ROWS)
+            .unwrap()
+            .insert((st.file, 1), b"garbage".as_slice())
+            .unwrap();
+        txn.commit().unwrap();
+        let r = db.begin_read().unwrap();
+        let g = IndexGraph::new(&r, st).unwrap();
+        let err = resolve_graph(&g, ResolveOptions::default(), &names, no_full).unwrap_err();
+        assert!(err.is_damage(), "{err}");
+        assert!(
+            matches!(err, IndexFault::Damaged { table: "rows", .. }),
+            "{err}"
+        );
+    }
+}
