@@ -72,7 +72,7 @@ fn op() -> impl Strategy<Value = Op> {
         1 => Just(Op::DeleteIndex),
         1 => (0u64..40).prop_map(Op::Reopen),
         1 => Just(Op::Rebuild),
-        1 => (200usize..1300, 100usize..400).prop_map(|(n, b)| Op::NonTurnRun(n, b)),
+        1 => (200usize..1300, 250usize..700).prop_map(|(n, b)| Op::NonTurnRun(n, b)),
         2 => prop_oneof![
             Just(Forward::Snip),
             Just(Forward::Parent),
