@@ -3,6 +3,7 @@
 
 mod agents;
 mod continue_;
+mod export;
 mod index_cmd;
 mod leaves;
 mod ls;
@@ -54,6 +55,8 @@ pub enum Command {
     Rebuild(index_cmd::PathsArgs),
     /// Compare the index with a full scan; exit 2 on any difference.
     Verify(index_cmd::PathsArgs),
+    /// Write a session as Markdown, self-contained HTML or JSONL.
+    Export(export::ExportArgs),
     /// Write a generated transcript (for demos, tests and benchmarks).
     Gen(GenArgs),
     /// Print a shell completion script (e.g. `chainlog completions bash > ~/.local/share/bash-completion/completions/chainlog`).
@@ -94,6 +97,7 @@ pub fn main() -> ExitCode {
         Command::Index(a) => index_cmd::run(&cli, a, index_cmd::Verb::Index, &mut out),
         Command::Rebuild(a) => index_cmd::run(&cli, a, index_cmd::Verb::Rebuild, &mut out),
         Command::Verify(a) => index_cmd::run(&cli, a, index_cmd::Verb::Verify, &mut out),
+        Command::Export(a) => export::run(&cli, a, &mut out),
         Command::Gen(a) => gen_cmd(a),
         Command::Completions { shell } => {
             let mut cmd = <Cli as clap::CommandFactory>::command();
