@@ -178,6 +178,20 @@ fn long_system_run_across_batches_keeps_the_assistant_leaf() {
     assert_eq!(c.assert_exact(), [id(1), id(2)]);
 }
 
+/// Repro 1, the other walk: the turn's leaf status needs a walk down a long run of non-turn
+/// entries (its only terminal is 2,000 lines below), and a short branch appended beside it
+/// must not make the update give up with "not a leaf".
+#[test]
+fn short_branch_beside_a_long_system_run_keeps_the_leaf() {
+    let c = Case::new();
+    let mut lines = vec![msg(1, None, "user", ""), msg(2, Some(1), "assistant", "")];
+    lines.extend((3..2003).map(|k| msg(k, Some(k - 1), "system", "")));
+    c.append(&lines);
+    c.assert_exact();
+    c.append(&[msg(3000, Some(2), "system", "")]);
+    assert_eq!(c.assert_exact(), [id(1), id(2)]);
+}
+
 /// Repro 2a: a snip names a uuid that arrives only in a later append; the removed message
 /// must leave the chain and its child must be re-pointed.
 #[test]
