@@ -75,13 +75,13 @@ pub enum Error {
         /// The file.
         path: PathBuf,
     },
-    /// The index sidecar failed.
-    #[error("index {}: {message}", path.display())]
+    /// The index sidecar failed; `source` says whether it is damage or a storage failure.
+    #[error("index {}: {source}", path.display())]
     Index {
-        /// The index file.
+        /// The index file (or the transcript whose rows were read).
         path: PathBuf,
         /// What went wrong.
-        message: String,
+        source: crate::index::state::IndexFault,
     },
 }
 

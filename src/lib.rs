@@ -69,6 +69,7 @@ pub use export::{
 pub use index::facts::FactsCache;
 pub use index::ingest::CatchUp;
 pub use index::schema::INDEX_SCHEMA_VERSION;
+pub use index::state::IndexFault;
 pub use index::verify::{Difference, verify};
 pub use index::{Answer, Source, Store};
 pub use resume::{

@@ -1,18 +1,43 @@
 //! Property test: any interleaving of appends, torn lines, truncations, rewrites, index
-//! damage, reopen and rebuild leaves the index answering exactly what a full scan answers.
+//! damage, killed writers and rebuilds leaves the index answering — itself, never through the
+//! fallback to a full scan — exactly what a full scan answers.
 //! Transcripts come from the generator with every feature on (branches, compactions with and
-//! without preserved segments, snips, progress, sidechains, metadata mid-file, corruption).
+//! without preserved segments, snips, progress, sidechains, metadata mid-file, corruption);
+//! extra ops write the shapes an incremental catch-up can get wrong: long runs of non-turn
+//! entries across batches, and ids named (snip, preserved segment, checkpoint, parent) in one
+//! batch that arrive only in a later one.
+//!
+//! `Reopen` is real: a child process (this test binary, role `catchup`) rebuilds the index in a
+//! loop and is killed with SIGKILL after a random delay, mid-commit or mid-compaction; the next
+//! store opens what it left behind.
 
 use std::io::Write;
 use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
 
 use chainlog::generate::{GenOptions, generate};
-use chainlog::{ResolveOptions, Store, Transcript, View, resolve};
+use chainlog::{ResolveOptions, Source, Store, Transcript, View, resolve};
 use proptest::prelude::*;
+
+const ROLE: &str = "CHAINLOG_PROPS_CHILD";
+
+/// Something named before it is written.
+#[derive(Debug, Clone, Copy)]
+enum Forward {
+    /// A snip whose `removedUuids` names the message.
+    Snip,
+    /// A message whose parent is the message (a chain break until it arrives).
+    Parent,
+    /// A `last-prompt` whose `leafUuid` names the message.
+    Checkpoint,
+    /// A compact boundary whose preserved segment's head, anchor and tail arrive later.
+    Segment,
+}
 
 #[derive(Debug, Clone)]
 enum Op {
-    /// Append the next `n` lines of the source.
+    /// Append the next `n` lines of the source (after any line a forward reference waits for).
     Append(usize),
     /// Append half of the next line (a torn tail).
     AppendTorn,
@@ -24,10 +49,15 @@ enum Op {
     CorruptIndex,
     /// Delete the index files.
     DeleteIndex,
-    /// Drop the store and open a new one.
-    Reopen,
+    /// Kill a child process rebuilding the index after this many ms, then open a new store.
+    Reopen(u64),
     /// `rebuild` the transcript.
     Rebuild,
+    /// Append `n` chained `system` lines under the current tip, `batch` at a time, catching up
+    /// after each batch.
+    NonTurnRun(usize, usize),
+    /// Write a line naming a new uuid, catch up; the named line comes with the next append.
+    Forward(Forward),
     /// Compare answers.
     Query,
 }
@@ -40,8 +70,16 @@ fn op() -> impl Strategy<Value = Op> {
         1 => Just(Op::Rewrite),
         1 => Just(Op::CorruptIndex),
         1 => Just(Op::DeleteIndex),
-        1 => Just(Op::Reopen),
+        1 => (0u64..40).prop_map(Op::Reopen),
         1 => Just(Op::Rebuild),
+        1 => (200usize..1300, 250usize..700).prop_map(|(n, b)| Op::NonTurnRun(n, b)),
+        2 => prop_oneof![
+            Just(Forward::Snip),
+            Just(Forward::Parent),
+            Just(Forward::Checkpoint),
+            Just(Forward::Segment)
+        ]
+        .prop_map(Op::Forward),
         4 => Just(Op::Query),
     ]
 }
@@ -65,6 +103,7 @@ fn check(store: &Store, path: &Path, step: usize) -> Result<(), TestCaseError> {
         };
         let want = resolve(&t, opts).unwrap();
         let got = store.resolve(path, opts).unwrap();
+        prop_assert_eq!(&got.source, &Source::Index, "step {} {:?}", step, view);
         prop_assert_eq!(&got.resolution, &want, "step {} {:?}", step, view);
         prop_assert_eq!(&got.bad_lines, &t.bad_lines, "bad lines at step {}", step);
     }
@@ -80,11 +119,158 @@ fn damage(dir: &Path, delete: bool) {
         }
         let mut bytes = std::fs::read(&p).unwrap();
         let n = bytes.len();
+        if n == 0 {
+            continue;
+        }
         for k in 0..64 {
             let i = (k * 7919 + 4096) % n;
             bytes[i] ^= 0x5a;
         }
         std::fs::write(&p, bytes).unwrap();
+    }
+}
+
+/// A fresh uuid for injected lines (never produced by the generator).
+fn fresh(counter: &mut u64) -> String {
+    *counter += 1;
+    format!("eeeeeeee-0000-4000-8000-{:012x}", *counter)
+}
+
+/// The uuid of the last message line written (`None` before the first).
+fn tip(written: &[Vec<u8>]) -> Option<String> {
+    written.iter().rev().find_map(|l| {
+        let v: serde_json::Value = serde_json::from_slice(l).ok()?;
+        let ty = v.get("type")?.as_str()?;
+        if !matches!(ty, "user" | "assistant" | "system" | "attachment") {
+            return None;
+        }
+        v.get("uuid")?.as_str().map(str::to_owned)
+    })
+}
+
+fn json_id(id: Option<&str>) -> String {
+    id.map_or("null".to_owned(), |p| format!("\"{p}\""))
+}
+
+/// An injected message line (`ty` user, assistant or system) with `extra` fields.
+fn line(uuid: &str, parent: Option<&str>, ty: &str, extra: &str) -> Vec<u8> {
+    let body = match ty {
+        "user" => r#""message":{"role":"user","content":"injected prompt"}"#.to_owned(),
+        "assistant" => format!(
+            r#""message":{{"id":"msg_{uuid}","role":"assistant","content":[{{"type":"text","text":"injected"}}],"usage":{{"input_tokens":3,"output_tokens":5}}}}"#
+        ),
+        _ => r#""subtype":"informational","content":"note","level":"info""#.to_owned(),
+    };
+    format!(
+        r#"{{"parentUuid":{},"isSidechain":false,"userType":"external","cwd":"/p","sessionId":"injected","version":"2.1.328","type":"{ty}",{body}{extra},"uuid":"{uuid}","timestamp":"2030-01-01T00:00:00.000Z"}}"#,
+        json_id(parent)
+    )
+    .into_bytes()
+    .into_iter()
+    .chain(*b"\n")
+    .collect()
+}
+
+/// The line(s) written now and the line(s) held back for the next append.
+fn forward_lines(
+    kind: Forward,
+    tip: Option<&str>,
+    counter: &mut u64,
+) -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
+    let x = fresh(counter);
+    match kind {
+        Forward::Snip => {
+            let s = fresh(counter);
+            let extra = format!(r#","snipMetadata":{{"removedUuids":["{x}"]}}"#);
+            let mut snip = line(&s, tip, "system", &extra);
+            let text = String::from_utf8(snip)
+                .unwrap()
+                .replace("informational", "snip_boundary");
+            snip = text.into_bytes();
+            (
+                vec![snip],
+                vec![
+                    line(&x, Some(&s), "user", ""),
+                    line(&fresh(counter), Some(&x), "assistant", ""),
+                ],
+            )
+        }
+        Forward::Parent => {
+            let y = fresh(counter);
+            (
+                vec![line(&y, Some(&x), "user", "")],
+                vec![line(&x, tip, "system", "")],
+            )
+        }
+        Forward::Checkpoint => {
+            let cp = format!(
+                "{{\"type\":\"last-prompt\",\"lastPrompt\":\"injected\",\"leafUuid\":\"{x}\",\"sessionId\":\"injected\"}}\n"
+            );
+            (vec![cp.into_bytes()], vec![line(&x, tip, "user", "")])
+        }
+        Forward::Segment => {
+            let b = fresh(counter);
+            let anchor = fresh(counter);
+            let tail = fresh(counter);
+            let extra = format!(
+                r#","logicalParentUuid":{},"compactMetadata":{{"trigger":"manual","preTokens":1000,"preservedSegment":{{"headUuid":"{x}","anchorUuid":"{anchor}","tailUuid":"{tail}"}}}}"#,
+                json_id(tip)
+            );
+            let text = String::from_utf8(line(&b, None, "system", &extra))
+                .unwrap()
+                .replace("informational", "compact_boundary");
+            (
+                vec![text.into_bytes()],
+                vec![
+                    line(&anchor, Some(&b), "user", r#","isCompactSummary":true"#),
+                    line(&x, Some(&anchor), "user", ""),
+                    line(&tail, Some(&x), "assistant", ""),
+                ],
+            )
+        }
+    }
+}
+
+/// Child role: rebuild the index of the transcript in a loop until killed.
+#[test]
+fn child_role() {
+    if std::env::var(ROLE).is_err() {
+        return;
+    }
+    let path = std::path::PathBuf::from(std::env::var("CHAINLOG_PROPS_PATH").unwrap());
+    let store = Store::new(std::env::var("CHAINLOG_PROPS_INDEX").unwrap());
+    println!("started");
+    loop {
+        let _ = store.rebuild(&path);
+    }
+}
+
+/// Starts a child rebuilding the index, and kills it with SIGKILL after `ms` ms.
+fn kill_a_writer(path: &Path, index: &Path, ms: u64) {
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "child_role", "--nocapture", "--test-threads=1"])
+        .env(ROLE, "catchup")
+        .env("CHAINLOG_PROPS_PATH", path)
+        .env("CHAINLOG_PROPS_INDEX", index)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Wait until the child runs the library, then let it work for `ms`.
+    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut first = String::new();
+    let _ = std::io::BufRead::read_line(&mut out, &mut first);
+    std::thread::sleep(Duration::from_millis(ms));
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
+
+/// Appends `lines` (injected, not from the source) to the file.
+fn append_injected(path: &Path, written: &mut Vec<(Vec<u8>, bool)>, lines: Vec<Vec<u8>>) {
+    let mut f = std::fs::OpenOptions::new().append(true).open(path).unwrap();
+    for l in lines {
+        f.write_all(&l).unwrap();
+        written.push((l, false));
     }
 }
 
@@ -99,32 +285,39 @@ proptest! {
         let index = dir.path().join("index");
         let mut store = Store::new(&index);
         let mut src = lines_of(seed);
-        let mut written: Vec<Vec<u8>> = Vec::new(); // complete lines on disk
+        // Complete lines on disk, and whether each came from `src` (else injected).
+        let mut written: Vec<(Vec<u8>, bool)> = Vec::new();
         let mut torn: Option<Vec<u8>> = None;       // a half line at the end
+        let mut held: Vec<Vec<u8>> = Vec::new();    // lines a forward reference waits for
         let mut next = 0usize;
         let mut generation = 0u64;
-        let write_all = |written: &[Vec<u8>], torn: &Option<Vec<u8>>| {
+        let mut counter = 0u64;
+        let write_all = |written: &[(Vec<u8>, bool)]| {
             let tmp = path.with_extension("tmp");
             let mut f = std::fs::File::create(&tmp).unwrap();
-            for l in written { f.write_all(l).unwrap(); }
-            if let Some(t) = torn { f.write_all(t).unwrap(); }
+            for (l, _) in written { f.write_all(l).unwrap(); }
             std::fs::rename(&tmp, &path).unwrap();
+        };
+        // Completes a torn line, so whole lines can follow.
+        let complete_torn = |torn: &mut Option<Vec<u8>>, written: &mut Vec<(Vec<u8>, bool)>, src: &[Vec<u8>], next: usize| {
+            if let Some(t) = torn.take() {
+                let line = &src[next - 1];
+                let mut f = std::fs::OpenOptions::new().append(true).open(&path).unwrap();
+                f.write_all(&line[t.len()..]).unwrap();
+                written.push((line.clone(), true));
+            }
         };
         std::fs::File::create(&path).unwrap();
         for (step, op) in ops.into_iter().enumerate() {
             match op {
                 Op::Append(n) => {
+                    complete_torn(&mut torn, &mut written, &src, next);
+                    append_injected(&path, &mut written, std::mem::take(&mut held));
                     let mut f = std::fs::OpenOptions::new().append(true).open(&path).unwrap();
-                    if let Some(t) = torn.take() {
-                        // Complete the torn line.
-                        let line = &src[next - 1];
-                        f.write_all(&line[t.len()..]).unwrap();
-                        written.push(line.clone());
-                    }
                     for _ in 0..n {
                         if next >= src.len() { break; }
                         f.write_all(&src[next]).unwrap();
-                        written.push(src[next].clone());
+                        written.push((src[next].clone(), true));
                         next += 1;
                     }
                 }
@@ -139,23 +332,55 @@ proptest! {
                 }
                 Op::Truncate(n) => {
                     if torn.take().is_some() { next -= 1; }
-                    for _ in 0..n.min(written.len()) { written.pop(); next -= 1; }
-                    let len: usize = written.iter().map(Vec::len).sum();
+                    for _ in 0..n.min(written.len()) {
+                        if written.pop().is_some_and(|(_, from_src)| from_src) { next -= 1; }
+                    }
+                    let len: usize = written.iter().map(|(l, _)| l.len()).sum();
                     std::fs::OpenOptions::new().write(true).open(&path).unwrap().set_len(len as u64).unwrap();
                 }
                 Op::Rewrite => {
                     generation += 1;
                     src = lines_of(seed + 1000 * generation);
                     let keep = written.len().min(src.len()) / 2;
-                    written = src[..keep].to_vec();
+                    written = src[..keep].iter().map(|l| (l.clone(), true)).collect();
                     next = keep;
                     torn = None;
-                    write_all(&written, &torn);
+                    held.clear();
+                    write_all(&written);
                 }
                 Op::CorruptIndex => damage(&index, false),
                 Op::DeleteIndex => damage(&index, true),
-                Op::Reopen => store = Store::new(&index),
+                Op::Reopen(ms) => {
+                    drop(store);
+                    kill_a_writer(&path, &index, ms);
+                    store = Store::new(&index);
+                }
                 Op::Rebuild => { store.rebuild(&path).unwrap(); }
+                Op::NonTurnRun(n, batch) => {
+                    complete_torn(&mut torn, &mut written, &src, next);
+                    let lines: Vec<Vec<u8>> = written.iter().map(|(l, _)| l.clone()).collect();
+                    let mut parent = tip(&lines);
+                    let mut left = n;
+                    while left > 0 {
+                        let mut run = Vec::new();
+                        for _ in 0..batch.min(left) {
+                            let id = fresh(&mut counter);
+                            run.push(line(&id, parent.as_deref(), "system", ""));
+                            parent = Some(id);
+                        }
+                        left -= run.len();
+                        append_injected(&path, &mut written, run);
+                        store.catch_up(&path).unwrap();
+                    }
+                }
+                Op::Forward(kind) => {
+                    complete_torn(&mut torn, &mut written, &src, next);
+                    let lines: Vec<Vec<u8>> = written.iter().map(|(l, _)| l.clone()).collect();
+                    let (now, later) = forward_lines(kind, tip(&lines).as_deref(), &mut counter);
+                    append_injected(&path, &mut written, now);
+                    store.catch_up(&path).unwrap();
+                    held.extend(later);
+                }
                 Op::Query => check(&store, &path, step)?,
             }
         }

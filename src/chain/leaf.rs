@@ -37,21 +37,24 @@ impl LeafRule {
 }
 
 /// Picks the active leaf: `(row, rule)`.
-pub fn choose(g: &impl Graph) -> Option<(usize, LeafRule)> {
+pub fn choose<G: Graph>(g: &G) -> Result<Option<(usize, LeafRule)>, G::Error> {
     // Only the newest checkpoint counts: an older one would silently cut newer messages.
-    if let Some(i) = g.checkpoints().last().and_then(|id| g.get(*id)) {
-        return Some((i, LeafRule::LastPrompt));
+    let checkpoint = g.checkpoints().last().copied();
+    if let Some(id) = checkpoint
+        && let Some(i) = g.get(id)?
+    {
+        return Ok(Some((i, LeafRule::LastPrompt)));
     }
-    if let Some(i) = g.newest_leaf(false) {
-        return Some((i, LeafRule::Newest));
+    if let Some(i) = g.newest_leaf(false)? {
+        return Ok(Some((i, LeafRule::Newest)));
     }
     if g.all_sidechain() {
-        return g.newest_leaf(true).map(|i| (i, LeafRule::NewestSidechain));
+        return Ok(g.newest_leaf(true)?.map(|i| (i, LeafRule::NewestSidechain)));
     }
-    None
+    Ok(None)
 }
 
 /// Resolves a requested leaf id.
-pub fn requested(g: &impl Graph, id: Id) -> Option<(usize, LeafRule)> {
-    g.get(id).map(|i| (i, LeafRule::Requested))
+pub fn requested<G: Graph>(g: &G, id: Id) -> Result<Option<(usize, LeafRule)>, G::Error> {
+    Ok(g.get(id)?.map(|i| (i, LeafRule::Requested)))
 }

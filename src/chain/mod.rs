@@ -121,99 +121,108 @@ pub struct UnknownLeaf(pub String);
 /// Resolves the active chain of a scanned transcript (SPEC A5 steps 3–11).
 pub fn resolve(t: &Transcript, opts: ResolveOptions) -> Result<Resolution, UnknownLeaf> {
     let resume_tree = Tree::build(t, Projection::Resume);
-    resolve_graph(&resume_tree, opts, &t.names, || {
-        Tree::build(t, Projection::Full)
-    })
+    graph::infallible(resolve_graph(&resume_tree, opts, &t.names, || {
+        Ok(Tree::build(t, Projection::Full))
+    }))
 }
 
 /// Steps 8–11 over any [`Graph`]: the reference tree or the index. `full` builds the graph
-/// of the full view (no preserved-segment projection) when it is asked for.
-pub fn resolve_graph<G: Graph, F: Graph>(
+/// of the full view (no preserved-segment projection) when it is asked for. The outer error is
+/// the graph's (the index damaged or failing); the inner one a requested leaf that is not live.
+pub fn resolve_graph<G, F>(
     resume: &G,
     opts: ResolveOptions,
     names: &IdNames,
-    full: impl FnOnce() -> F,
-) -> Result<Resolution, UnknownLeaf> {
+    full: impl FnOnce() -> Result<F, G::Error>,
+) -> Result<Result<Resolution, UnknownLeaf>, G::Error>
+where
+    G: Graph,
+    F: Graph,
+    G::Error: From<F::Error>,
+{
     let chosen = match opts.leaf {
-        Some(id) => Some(leaf::requested(resume, id).ok_or_else(|| UnknownLeaf(names.name(id)))?),
-        None => leaf::choose(resume),
+        Some(id) => match leaf::requested(resume, id)? {
+            Some(c) => Some(c),
+            None => return Ok(Err(UnknownLeaf(names.name(id)))),
+        },
+        None => leaf::choose(resume)?,
     };
     let leaves = if opts.list_leaves {
-        resume.leaf_ids()
+        resume.leaf_ids()?
     } else {
         Vec::new()
     };
     let Some((leaf_row, rule)) = chosen else {
-        return Ok(Resolution {
+        return Ok(Ok(Resolution {
             leaf: None,
             chain: Vec::new(),
             stop: None,
             chain_break: None,
             leaves,
             session: None,
-        });
+        }));
     };
-    let leaf_head = resume.head(leaf_row).into_owned();
-    match opts.view {
-        View::Resume => Ok(finish(resume, leaf_row, false, &leaf_head, rule, leaves)),
+    let leaf_head = resume.head(leaf_row)?.into_owned();
+    let res = match opts.view {
+        View::Resume => finish(resume, leaf_row, false, &leaf_head, rule, leaves)?,
         View::Full => {
-            let g = full();
+            let g = full()?;
             // The full graph keeps every row of the resume graph except, in odd files, one
             // removed by a snip that the resume projection dropped; then the resume graph answers.
-            match g.get(leaf_head.uuid) {
-                Some(i) => Ok(finish(&g, i, true, &leaf_head, rule, leaves)),
-                None => Ok(finish(resume, leaf_row, false, &leaf_head, rule, leaves)),
+            match g.get(leaf_head.uuid)? {
+                Some(i) => finish(&g, i, true, &leaf_head, rule, leaves)?,
+                None => finish(resume, leaf_row, false, &leaf_head, rule, leaves)?,
             }
         }
-    }
+    };
+    Ok(Ok(res))
 }
 
-fn finish(
-    g: &impl Graph,
+fn finish<G: Graph>(
+    g: &G,
     leaf_row: usize,
     cross: bool,
     leaf_head: &MessageHead,
     rule: LeafRule,
     leaves: Vec<Id>,
-) -> Resolution {
-    let w = walk::walk(g, leaf_row, cross);
+) -> Result<Resolution, G::Error> {
+    let w = walk::walk(g, leaf_row, cross)?;
     let walked: HashSet<usize> = w.rows.iter().copied().collect();
-    let spliced = splice::splice_parallel(g, &w.rows);
-    let chain: Vec<Link> = spliced
-        .iter()
-        .map(|&i| {
-            let h = g.head(i);
-            Link {
-                uuid: h.uuid,
-                pos: g.pos(i),
-                kind: h.kind,
-                parent: g.parent_of(i),
-                spliced: !walked.contains(&i),
-                zero_usage: g.zeroed(h.uuid),
-            }
-        })
-        .collect();
+    let spliced = splice::splice_parallel(g, &w.rows)?;
+    let mut chain = Vec::with_capacity(spliced.len());
+    for &i in &spliced {
+        let h = g.head(i)?;
+        chain.push(Link {
+            uuid: h.uuid,
+            pos: g.pos(i)?,
+            kind: h.kind,
+            parent: g.parent_of(i)?,
+            spliced: !walked.contains(&i),
+            zero_usage: g.zeroed(h.uuid)?,
+        });
+    }
     let chain_break = match w.stop {
         Stop::MissingParent { child, parent } => {
             let live = g.live_count().max(1);
+            let row = g.get(child)?.expect("walked rows are live");
             Some(ChainBreak {
                 child,
                 parent,
-                pos: g.pos(g.get(child).expect("walked rows are live")),
+                pos: g.pos(row)?,
                 #[expect(clippy::cast_precision_loss, reason = "a ratio for people")]
                 reachable_fraction: chain.len() as f64 / live as f64,
             })
         }
         _ => None,
     };
-    Resolution {
+    Ok(Resolution {
         leaf: Some((leaf_head.uuid, rule)),
         chain,
         stop: Some(w.stop),
         chain_break,
         leaves,
         session: Some(leaf_head.session),
-    }
+    })
 }
 
 /// One leaf with the facts `chainlog leaves` shows.
@@ -236,23 +245,22 @@ pub struct LeafInfo {
 /// Every leaf with its chain length, for `chainlog leaves`.
 pub fn leaf_report(t: &Transcript, res: &Resolution) -> Vec<LeafInfo> {
     let tree = Tree::build(t, Projection::Resume);
-    leaf_report_graph(&tree, res.leaf.map(|(id, _)| id))
+    graph::infallible(leaf_report_graph(&tree, res.leaf.map(|(id, _)| id)))
 }
 
 /// [`leaf_report`] over any [`Graph`] (the index answers it row by row).
-pub fn leaf_report_graph(g: &impl Graph, active: Option<Id>) -> Vec<LeafInfo> {
-    g.leaves()
-        .into_iter()
-        .map(|i| {
-            let h = g.head(i);
-            LeafInfo {
-                uuid: h.uuid,
-                kind: h.kind,
-                timestamp: h.timestamp,
-                sidechain: h.flags.has(Flags::SIDECHAIN),
-                chain_len: walk::walk(g, i, false).rows.len(),
-                active: Some(h.uuid) == active,
-            }
-        })
-        .collect()
+pub fn leaf_report_graph<G: Graph>(g: &G, active: Option<Id>) -> Result<Vec<LeafInfo>, G::Error> {
+    let mut out = Vec::new();
+    for i in g.leaves()? {
+        let h = g.head(i)?;
+        out.push(LeafInfo {
+            uuid: h.uuid,
+            kind: h.kind,
+            timestamp: h.timestamp,
+            sidechain: h.flags.has(Flags::SIDECHAIN),
+            chain_len: walk::walk(g, i, false)?.rows.len(),
+            active: Some(h.uuid) == active,
+        });
+    }
+    Ok(out)
 }

@@ -23,29 +23,29 @@ use super::graph::Graph;
 use crate::transcript::envelope::Kind;
 
 /// Returns the chain with orphaned parallel siblings and tool results spliced in.
-pub fn splice_parallel(g: &impl Graph, chain: &[usize]) -> Vec<usize> {
+pub fn splice_parallel<G: Graph>(g: &G, chain: &[usize]) -> Result<Vec<usize>, G::Error> {
     let mut seen: HashSet<usize> = chain.iter().copied().collect();
     let mut anchor_of: HashMap<u64, usize> = HashMap::new();
     for &i in chain {
-        let h = g.head(i);
+        let h = g.head(i)?;
         if let (Kind::Assistant, Some(mid)) = (h.kind, h.message_id) {
             anchor_of.insert(mid, i);
         }
     }
     if anchor_of.is_empty() {
-        return chain.to_vec();
+        return Ok(chain.to_vec());
     }
     let mut inserts: HashMap<usize, Vec<usize>> = HashMap::new();
     let mut processed = HashSet::new();
     for &i in chain {
-        let h = g.head(i);
+        let h = g.head(i)?;
         let (Kind::Assistant, Some(mid)) = (h.kind, h.message_id) else {
             continue;
         };
         if !processed.insert(mid) {
             continue;
         }
-        let group = g.group(mid);
+        let group = g.group(mid)?;
         let mut siblings: Vec<usize> = group
             .iter()
             .copied()
@@ -53,9 +53,9 @@ pub fn splice_parallel(g: &impl Graph, chain: &[usize]) -> Vec<usize> {
             .collect();
         let mut results = Vec::new();
         for &member in &group {
-            let uuid = g.head(member).uuid;
+            let uuid = g.head(member)?.uuid;
             results.extend(
-                g.tool_results_of(uuid)
+                g.tool_results_of(uuid)?
                     .into_iter()
                     .filter(|r| !seen.contains(r)),
             );
@@ -65,8 +65,8 @@ pub fn splice_parallel(g: &impl Graph, chain: &[usize]) -> Vec<usize> {
         }
         // Stable sorts by timestamp: ties keep gathering order (members in map order, each
         // member's results in map order), as Claude Code's `Array.prototype.sort` does.
-        siblings.sort_by_key(|&s| g.head(s).timestamp);
-        results.sort_by_key(|&r| g.head(r).timestamp);
+        sort_by_time(g, &mut siblings)?;
+        sort_by_time(g, &mut results)?;
         let mut recovered = siblings;
         recovered.extend(results);
         seen.extend(recovered.iter().copied());
@@ -79,5 +79,16 @@ pub fn splice_parallel(g: &impl Graph, chain: &[usize]) -> Vec<usize> {
             out.extend(extra.iter().copied());
         }
     }
-    out
+    Ok(out)
+}
+
+/// Stable sort of rows by timestamp.
+fn sort_by_time<G: Graph>(g: &G, rows: &mut Vec<usize>) -> Result<(), G::Error> {
+    let mut keyed = Vec::with_capacity(rows.len());
+    for &r in rows.iter() {
+        keyed.push((g.head(r)?.timestamp, r));
+    }
+    keyed.sort_by_key(|&(ts, _)| ts);
+    *rows = keyed.into_iter().map(|(_, r)| r).collect();
+    Ok(())
 }

@@ -19,6 +19,7 @@
 
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
+use std::convert::Infallible;
 
 use super::graph::Graph;
 use super::scan::{MessageRow, Transcript};
@@ -310,35 +311,37 @@ impl<'t> Tree<'t> {
 }
 
 impl Graph for Tree<'_> {
-    fn get(&self, id: Id) -> Option<usize> {
-        Tree::get(self, id)
+    type Error = Infallible;
+    fn get(&self, id: Id) -> Result<Option<usize>, Infallible> {
+        Ok(Tree::get(self, id))
     }
-    fn head(&self, i: usize) -> Cow<'_, MessageHead> {
-        Cow::Borrowed(&self.rows[i].head)
+    fn head(&self, i: usize) -> Result<Cow<'_, MessageHead>, Infallible> {
+        Ok(Cow::Borrowed(&self.rows[i].head))
     }
-    fn pos(&self, i: usize) -> LinePos {
-        self.rows[i].pos
+    fn pos(&self, i: usize) -> Result<LinePos, Infallible> {
+        Ok(self.rows[i].pos)
     }
-    fn parent_of(&self, i: usize) -> Option<Id> {
-        self.parent[i]
+    fn parent_of(&self, i: usize) -> Result<Option<Id>, Infallible> {
+        Ok(self.parent[i])
     }
     fn live_count(&self) -> usize {
         self.live_count_all()
     }
-    fn leaves(&self) -> Vec<usize> {
-        self.leaves.clone()
+    fn leaves(&self) -> Result<Vec<usize>, Infallible> {
+        Ok(self.leaves.clone())
     }
-    fn zeroed(&self, id: Id) -> bool {
-        self.zeroed_usage.contains(&id)
+    fn zeroed(&self, id: Id) -> Result<bool, Infallible> {
+        Ok(self.zeroed_usage.contains(&id))
     }
-    fn group(&self, mid: u64) -> Vec<usize> {
-        self.groups.get(&mid).cloned().unwrap_or_default()
+    fn group(&self, mid: u64) -> Result<Vec<usize>, Infallible> {
+        Ok(self.groups.get(&mid).cloned().unwrap_or_default())
     }
-    fn tool_results_of(&self, parent: Id) -> Vec<usize> {
-        self.results_by_parent
+    fn tool_results_of(&self, parent: Id) -> Result<Vec<usize>, Infallible> {
+        Ok(self
+            .results_by_parent
             .get(&parent)
             .cloned()
-            .unwrap_or_default()
+            .unwrap_or_default())
     }
     fn all_sidechain(&self) -> bool {
         self.rows.iter().all(|r| r.head.flags.has(Flags::SIDECHAIN))

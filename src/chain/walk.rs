@@ -36,22 +36,22 @@ pub struct Walk {
 
 /// Walks `parentUuid` from `leaf`. With `cross_boundaries`, a compact boundary's
 /// `logicalParentUuid` is followed (the full view).
-pub fn walk(g: &impl Graph, leaf: usize, cross_boundaries: bool) -> Walk {
+pub fn walk<G: Graph>(g: &G, leaf: usize, cross_boundaries: bool) -> Result<Walk, G::Error> {
     let mut rows = Vec::new();
     let mut seen = HashSet::new();
     let mut cur = leaf;
     let stop = loop {
-        let head = g.head(cur);
+        let head = g.head(cur)?;
         if !seen.insert(cur) {
             break Stop::Cycle { at: head.uuid };
         }
         rows.push(cur);
-        let mut next = g.parent_of(cur);
+        let mut next = g.parent_of(cur)?;
         if next.is_none() && cross_boundaries && head.flags.has(Flags::COMPACT_BOUNDARY) {
             next = head.logical_parent;
         }
         let Some(p) = next else { break Stop::Root };
-        match g.get(p) {
+        match g.get(p)? {
             Some(i) => cur = i,
             None => {
                 break Stop::MissingParent {
@@ -62,5 +62,5 @@ pub fn walk(g: &impl Graph, leaf: usize, cross_boundaries: bool) -> Walk {
         }
     };
     rows.reverse();
-    Walk { rows, stop }
+    Ok(Walk { rows, stop })
 }

@@ -2,8 +2,9 @@
 //!
 //! The projected tree (SPEC A5 steps 3, 5, 6, 7) is computed by the very code the reference
 //! loader uses ([`Tree::from_rows`]) over the rows stored in the index — never by re-reading
-//! the transcript — and its result is stored as a small delta: re-pointed parents, dead rows,
-//! leaves and zeroed-usage rows. A resume then reads only the rows of its chain.
+//! the transcript — and stored by the one encoder of the derived state
+//! ([`super::state::Encoder`]): re-pointed parents, dead rows, leaves and zeroed-usage rows.
+//! A resume then reads only the rows of its chain.
 //!
 //! The cost is one pass over the file's stored rows (≈ 100 bytes each, not the transcript's
 //! bytes) per catch-up that added messages.
@@ -12,32 +13,16 @@ use std::collections::HashMap;
 
 use redb::{ReadableTable, WriteTransaction};
 
-use super::codec::{decode, opt_id, read_opt_id};
-use super::schema::{
-    DERIVED, FileState, LEAF_TIMES, PROGRESS, REPARENTED, ROWS, derived, sortable_ts,
-};
+use super::codec::{decode, read_opt_id};
+use super::schema::{FileState, ID_FIRST as ZERO, ID_LAST as MAX, PROGRESS, ROWS};
+use super::state::{Encoder, Fault, IndexFault};
 use crate::chain::{MessageRow, Projection, Tree};
-use crate::transcript::envelope::Flags;
 use crate::transcript::id::Id;
-
-use super::schema::{ID_FIRST as ZERO, ID_LAST as MAX};
 
 /// Removes the derived rows of file `f`.
 pub fn clear(txn: &WriteTransaction, f: u32) -> Result<(), redb::Error> {
-    txn.open_table(DERIVED)?
-        .retain_in((f, 0, ZERO)..=(f, u8::MAX, MAX), |_, _| false)?;
-    txn.open_table(REPARENTED)?
-        .retain_in((f, ZERO, 0)..=(f, MAX, u32::MAX), |_, ()| false)?;
-    txn.open_table(LEAF_TIMES)?
-        .retain_in((f, 0, 0, 0)..=(f, u8::MAX, u64::MAX, u32::MAX), |_, ()| {
-            false
-        })?;
-    Ok(())
+    Encoder::open(txn, f)?.clear()
 }
-
-/// A stored row that does not decode: the index is damaged.
-#[derive(Debug)]
-pub struct Damaged;
 
 /// Rows in map order and legacy progress entries (uuid → own parent).
 pub type Rows = (Vec<MessageRow>, HashMap<Id, Option<Id>>);
@@ -47,27 +32,29 @@ pub fn load_rows(
     rows_t: &impl ReadableTable<(u32, u32), &'static [u8]>,
     progress_t: &impl ReadableTable<(u32, [u8; 16]), &'static [u8]>,
     f: u32,
-) -> Result<Result<Rows, Damaged>, redb::Error> {
+) -> Fault<Rows> {
     let mut rows = Vec::new();
     for item in rows_t.range((f, 0)..=(f, u32::MAX))? {
         let (k, v) = item?;
-        let Some(row) = decode::<MessageRow>(v.value()) else {
-            return Ok(Err(Damaged));
-        };
-        if k.value().1 as usize != rows.len() {
-            return Ok(Err(Damaged));
+        let seq = k.value().1;
+        let row = decode::<MessageRow>(v.value())
+            .ok_or_else(|| IndexFault::damaged("rows", format!("row {seq} does not decode")))?;
+        if seq as usize != rows.len() {
+            return Err(IndexFault::damaged(
+                "rows",
+                format!("row {seq} out of sequence"),
+            ));
         }
         rows.push(row);
     }
     let mut progress = HashMap::new();
     for item in progress_t.range((f, ZERO)..=(f, MAX))? {
         let (k, v) = item?;
-        let Ok(parent) = read_opt_id(v.value()) else {
-            return Ok(Err(Damaged));
-        };
+        let parent = read_opt_id(v.value())
+            .map_err(|()| IndexFault::damaged("progress", "parent of wrong length"))?;
         progress.insert(Id(k.value().1), parent);
     }
-    Ok(Ok((rows, progress)))
+    Ok((rows, progress))
 }
 
 /// Recomputes and stores the projections of `st.file`.
@@ -75,57 +62,21 @@ pub fn derive(
     txn: &WriteTransaction,
     st: &mut FileState,
 ) -> Result<(), super::ingest::IngestError> {
-    let f = st.file;
     let loaded = {
         let rows_t = txn.open_table(ROWS)?;
         let progress_t = txn.open_table(PROGRESS)?;
-        load_rows(&rows_t, &progress_t, f)?
+        load_rows(&rows_t, &progress_t, st.file)
     };
-    let Ok((rows, progress)) = loaded else {
-        return Err(super::ingest::IngestError::Damaged);
-    };
+    let (rows, progress) = loaded.map_err(ingest_error)?;
     let tree = Tree::from_rows(&rows, &progress, Projection::Resume);
-    clear(txn, f)?;
-    let mut d = txn.open_table(DERIVED)?;
-    let mut reparented = txn.open_table(REPARENTED)?;
-    for (i, parent) in tree.relinked() {
-        d.insert(
-            (f, derived::PARENT, rows[i].head.uuid.0),
-            opt_id(parent).as_slice(),
-        )?;
-        if let Some(p) = parent {
-            reparented.insert((f, p.0, u32::try_from(i).expect("rows fit u32")), ())?;
-        }
-    }
-    for id in &tree.snipped {
-        d.insert((f, derived::DEAD, id.0), [].as_slice())?;
-    }
-    for id in &tree.preserved {
-        d.insert((f, derived::PRESERVED, id.0), [].as_slice())?;
-    }
-    st.segment_anchor = tree.live_segment.map(|s| s.anchor);
-    st.drop_before = tree
-        .drop_before
-        .map(|b| u32::try_from(b).expect("rows fit u32"));
-    let mut times = txn.open_table(LEAF_TIMES)?;
-    for &i in &tree.leaves {
-        let seq = u32::try_from(i).expect("rows fit u32");
-        let h = &rows[i].head;
-        d.insert((f, derived::LEAF, h.uuid.0), seq.to_le_bytes().as_slice())?;
-        if h.kind.is_turn() {
-            let side = u8::from(h.flags.has(Flags::SIDECHAIN));
-            times.insert((f, side, sortable_ts(h.timestamp), seq), ())?;
-        }
-    }
-    for id in &tree.zeroed_usage {
-        d.insert((f, derived::ZEROED, id.0), [].as_slice())?;
-    }
-    st.live_rows = u32::try_from(tree.live_count_all()).expect("rows fit u32");
-    st.main_rows = u32::try_from(
-        rows.iter()
-            .filter(|r| !r.head.flags.has(Flags::SIDECHAIN))
-            .count(),
-    )
-    .expect("rows fit u32");
+    Encoder::open(txn, st.file)?.write_tree(st, &rows, &tree)?;
     Ok(())
+}
+
+/// A fault while re-deriving: storage failures are retried, damage rebuilds the index.
+pub fn ingest_error(e: IndexFault) -> super::ingest::IngestError {
+    match e {
+        IndexFault::Storage(e) => super::ingest::IngestError::Db(e),
+        _ => super::ingest::IngestError::Damaged,
+    }
 }

@@ -22,15 +22,15 @@ use redb::{ReadableTable, WriteTransaction};
 
 use super::codec::{decode, encode, opt_id};
 use super::schema::{
-    BAD_LINES, CHILDREN, CHUNK_SIZE, CHUNKS, FILES, FileState, META_ENTRIES, MSG_IDS, NAMES,
-    PROGRESS, ROWS, UUIDS,
+    BAD_LINES, CHILDREN, CHUNK_SIZE, CHUNKS, FILES, FORWARD, FileState, META_ENTRIES, MSG_IDS,
+    NAMES, PROGRESS, ROWS, UUIDS,
 };
 use super::stored::StoredMeta;
 use crate::chain::{BadLine, MessageRow};
 use crate::error::{Error, Result};
 use crate::transcript::envelope::{Entry, Flags, Kind, parse_line};
 use crate::transcript::frame::{FrameSummary, Framer};
-use crate::transcript::id::IdNames;
+use crate::transcript::id::{Id, IdNames};
 
 /// Batches of at most this many new rows update the projections in place.
 const INCREMENTAL_MAX_ROWS: usize = 256;
@@ -134,6 +134,8 @@ pub fn drop_file_rows(txn: &WriteTransaction, f: u32) -> Result<(), redb::Error>
         .retain_in((f, 0)..=(f, u64::MAX), |_, _| false)?;
     txn.open_table(BAD_LINES)?
         .retain_in((f, 0)..=(f, u64::MAX), |_, _| false)?;
+    txn.open_table(FORWARD)?
+        .retain_in((f, ZERO)..=(f, MAX), |_, ()| false)?;
     super::derive::clear(txn, f)?;
     Ok(())
 }
@@ -199,7 +201,8 @@ pub fn catch_up(
             let small = batch.new_rows.len() <= INCREMENTAL_MAX_ROWS;
             let done = !batch.structural
                 && small
-                && super::incremental::extend(txn, &mut st, &batch.new_rows)?;
+                && super::incremental::extend(txn, &mut st, &batch.new_rows)
+                    .map_err(super::derive::ingest_error)?;
             if !done {
                 super::derive::derive(txn, &mut st)?;
             }
@@ -293,7 +296,7 @@ pub struct Batch {
     /// Map positions of the rows added (in file order).
     pub new_rows: Vec<u32>,
     /// Something only a full re-derivation handles: a duplicate uuid, a progress entry,
-    /// a compact boundary or a snip.
+    /// a compact boundary, a snip, or a uuid that an earlier entry named (see [`FORWARD`]).
     pub structural: bool,
 }
 
@@ -319,6 +322,7 @@ struct Tables<'t> {
     children: redb::Table<'t, (u32, [u8; 16], u32), ()>,
     msg_ids: redb::Table<'t, (u32, u64, u32), ()>,
     progress: redb::Table<'t, (u32, [u8; 16]), &'static [u8]>,
+    forward: redb::Table<'t, (u32, [u8; 16]), ()>,
     metas: redb::Table<'t, (u32, u64), &'static [u8]>,
     bad: redb::Table<'t, (u32, u64), &'static [u8]>,
     /// Keys of `uuids`, `children` and `msg_ids` waiting to be inserted in sorted order
@@ -332,6 +336,30 @@ struct Tables<'t> {
 const SORTED_RUN: usize = 1 << 16;
 
 impl Tables<'_> {
+    /// Whether a message or progress entry with this uuid is stored (or pending).
+    fn known(&self, id: Id) -> Result<bool, redb::Error> {
+        Ok(self.pending_uuids.contains_key(&id.0)
+            || self.uuids.get((self.f, id.0))?.is_some()
+            || self.progress.get((self.f, id.0))?.is_some())
+    }
+
+    /// Remembers `id` in [`FORWARD`] when no entry has it yet: the projections depend on it
+    /// (a snip removal, a preserved-segment end, a parent), so its arrival re-derives them.
+    fn name(&mut self, id: Id) -> Result<(), redb::Error> {
+        if !self.known(id)? {
+            self.forward.insert((self.f, id.0), ())?;
+        }
+        Ok(())
+    }
+
+    /// A new uuid arrived: if an earlier entry named it, the batch needs a full re-derivation.
+    fn arrived(&mut self, batch: &mut Batch, id: Id) -> Result<(), redb::Error> {
+        if self.forward.remove((self.f, id.0))?.is_some() {
+            batch.structural = true;
+        }
+        Ok(())
+    }
+
     /// Inserts the pending keys, in order.
     fn flush(&mut self) -> Result<(), redb::Error> {
         let f = self.f;
@@ -362,6 +390,9 @@ impl Tables<'_> {
                     .insert((f, pos.line), encode(&BadLine { pos, problem }).as_slice())?;
             }
             Ok(Entry::Meta(meta)) => {
+                // A checkpoint may name a message not written yet (Claude Code 2.1.328 writes
+                // `last-prompt` first): no derived row depends on it, the leaf choice looks it
+                // up at query time, so it is not a forward reference.
                 if let (true, Some(leaf)) = (meta.ty == "last-prompt", meta.leaf) {
                     st.checkpoint = Some(leaf);
                 }
@@ -372,6 +403,7 @@ impl Tables<'_> {
             }
             Ok(Entry::Message(head)) if head.kind == Kind::Progress => {
                 batch.structural = true;
+                self.arrived(batch, head.uuid)?;
                 self.progress
                     .insert((f, head.uuid.0), opt_id(head.parent).as_slice())?;
             }
@@ -411,12 +443,22 @@ impl Tables<'_> {
                 } else {
                     let seq = st.rows;
                     st.rows += 1;
+                    self.arrived(batch, head.uuid)?;
                     self.pending_uuids.insert(head.uuid.0, seq);
                     batch.new_rows.push(seq);
                     seq
                 };
                 if let Some(p) = head.parent {
+                    self.name(p)?;
                     self.pending_children.insert((p.0, seq));
+                }
+                for &id in &head.snip_removed {
+                    self.name(id)?;
+                }
+                if let Some(seg) = head.preserved {
+                    for id in [seg.head, seg.anchor, seg.tail] {
+                        self.name(id)?;
+                    }
                 }
                 if let (Kind::Assistant, Some(mid)) = (head.kind, head.message_id) {
                     self.pending_msg_ids.insert((mid, seq));
@@ -447,6 +489,7 @@ fn ingest_from(
         children: txn.open_table(CHILDREN)?,
         msg_ids: txn.open_table(MSG_IDS)?,
         progress: txn.open_table(PROGRESS)?,
+        forward: txn.open_table(FORWARD)?,
         metas: txn.open_table(META_ENTRIES)?,
         bad: txn.open_table(BAD_LINES)?,
         pending_uuids: BTreeMap::new(),

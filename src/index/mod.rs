@@ -14,6 +14,8 @@
 //! | [`open`] | opening in redb's multi-writer mode, retries, wipe on damage or version |
 //! | [`ingest`] | catch-up: verify the prefix, frame and store only new lines |
 //! | [`derive`] | re-derive the projections with the reference code over stored rows |
+//! | [`incremental`] | extend the projections after a plain append, or decline |
+//! | [`state`] | the one encoder and decoder of the derived state; [`state::IndexFault`] |
 //! | [`query`] | the [`Graph`](crate::chain::Graph) of one file read row by row |
 //! | [`verify`] | compare index answers with a full scan |
 
@@ -25,6 +27,7 @@ pub mod ingest;
 pub mod open;
 pub mod query;
 pub mod schema;
+pub mod state;
 pub mod stored;
 pub mod verify;
 
@@ -43,6 +46,7 @@ use ingest::{CatchUp, IngestError, Stat};
 use open::IndexDb;
 use query::IndexGraph;
 use schema::{BAD_LINES, FILES, FileState, PROGRESS, ROWS};
+use state::IndexFault;
 
 /// A catch-up that indexed at least this many bytes compacts the sidecar afterwards.
 const COMPACT_AFTER_BYTES: u64 = 8 << 20;
@@ -148,7 +152,7 @@ impl Store {
         }
         Err(Error::Index {
             path: db_path,
-            message: "the index could not be rebuilt".into(),
+            source: IndexFault::Other("the index could not be rebuilt".into()),
         })
     }
 
@@ -253,11 +257,14 @@ impl Store {
             };
             let txn = db.db().begin_read().map_err(|e| db.err(e))?;
             let graph = IndexGraph::new(&txn, st).map_err(|e| db.err(e))?;
-            let report = leaf_report_graph(&graph, ans.resolution.leaf.map(|(id, _)| id));
-            if *graph.damaged.borrow() {
-                return Ok(None);
+            match leaf_report_graph(&graph, ans.resolution.leaf.map(|(id, _)| id)) {
+                Ok(report) => Ok(Some((ans, report))),
+                Err(e) if e.is_damage() => Ok(None),
+                Err(e) => Err(Error::Index {
+                    path: db.path.clone(),
+                    source: e,
+                }),
             }
-            Ok(Some((ans, report)))
         })
     }
 
@@ -339,42 +346,41 @@ fn read_state(db: &impl ReadableDatabase, key: &str) -> Option<FileState> {
     ingest::file_state(&files, key).ok()?
 }
 
-/// Answers from an index that is current for `st`; `None` when a stored value is damaged.
+/// Answers from an index that is current for `st`; `None` when a stored value is damaged
+/// (the caller rebuilds), an error when the storage fails.
 fn query(
     db: &impl ReadableDatabase,
     st: FileState,
     transcript: &Path,
     opts: ResolveOptions,
 ) -> Result<Option<Answer>> {
-    let err = |e: &dyn std::fmt::Display| Error::Index {
+    let err = |e: IndexFault| Error::Index {
         path: transcript.to_path_buf(),
-        message: e.to_string(),
+        source: e,
     };
-    let txn = db.begin_read().map_err(|e| err(&e))?;
+    let storage = |e: redb::Error| err(IndexFault::Storage(e));
+    let txn = db.begin_read().map_err(|e| storage(e.into()))?;
     let f = st.file;
-    let names = IndexGraph::names(&txn, f).map_err(|e| err(&e))?;
+    let names = IndexGraph::names(&txn, f).map_err(storage)?;
     let torn_tail = st.torn_tail;
-    let graph = IndexGraph::new(&txn, st).map_err(|e| err(&e))?;
+    let graph = IndexGraph::new(&txn, st).map_err(storage)?;
     let full_rows = OnceCell::new();
-    let loaded_ok = std::cell::Cell::new(true);
     let res = resolve_graph(&graph, opts, &names, || {
-        let (rows, progress) = full_rows.get_or_init(|| {
-            let tables = txn.open_table(ROWS).ok().zip(txn.open_table(PROGRESS).ok());
-            if let Some((r, p)) = tables
-                && let Ok(Ok(v)) = derive::load_rows(&r, &p, f)
-            {
-                return v;
-            }
-            loaded_ok.set(false);
-            Default::default()
-        });
-        Tree::from_rows(rows, progress, Projection::Full)
+        if full_rows.get().is_none() {
+            let rows = txn.open_table(ROWS)?;
+            let progress = txn.open_table(PROGRESS)?;
+            let _ = full_rows.set(derive::load_rows(&rows, &progress, f)?);
+        }
+        let (rows, progress) = full_rows.get().expect("set above");
+        Ok(Tree::from_rows(rows, progress, Projection::Full))
     });
-    if *graph.damaged.borrow() || !loaded_ok.get() {
-        return Ok(None);
-    }
+    let res = match res {
+        Ok(r) => r,
+        Err(e) if e.is_damage() => return Ok(None),
+        Err(e) => return Err(err(e)),
+    };
     let res = res.map_err(|e| Error::NotFound(format!("{}: {e}", transcript.display())))?;
-    let bad_lines = bad_lines(&txn, f).map_err(|e| err(&e))?;
+    let bad_lines = bad_lines(&txn, f).map_err(storage)?;
     Ok(Some(Answer {
         resolution: res,
         names,

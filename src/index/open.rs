@@ -35,7 +35,7 @@ pub struct IndexDb {
 fn index_error(path: &Path, e: impl std::fmt::Display) -> Error {
     Error::Index {
         path: path.to_path_buf(),
-        message: e.to_string(),
+        source: super::state::IndexFault::Other(e.to_string()),
     }
 }
 

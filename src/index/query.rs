@@ -2,7 +2,9 @@
 //!
 //! A resume touches the rows of its chain (a point lookup each), the leaves, and — for the
 //! parallel tool-result splice — the `message.id` groups and tool results of the assistants
-//! on the chain. Nothing is proportional to the file.
+//! on the chain. Nothing is proportional to the file. The derived state is read through the one
+//! decoder ([`super::state::Decoder`]); a value that does not decode ends the answer with a
+//! typed [`IndexFault`].
 
 use std::borrow::Cow;
 use std::cell::RefCell;
@@ -10,10 +12,10 @@ use std::collections::HashMap;
 
 use redb::{ReadOnlyTable, ReadTransaction};
 
-use super::codec::{decode, read_opt_id};
 use super::schema::{
-    CHILDREN, DERIVED, FileState, LEAF_TIMES, MSG_IDS, NAMES, REPARENTED, ROWS, UUIDS, derived,
+    CHILDREN, DERIVED, FileState, LEAF_TIMES, MSG_IDS, NAMES, REPARENTED, ROWS, UUIDS,
 };
+use super::state::{self, Decoder, IndexFault};
 use crate::chain::{Graph, MessageRow};
 use crate::transcript::envelope::{Flags, Kind, MessageHead};
 use crate::transcript::frame::LinePos;
@@ -21,96 +23,53 @@ use crate::transcript::id::{Id, IdNames};
 
 use super::schema::{ID_FIRST as ZERO, ID_LAST as MAX};
 
+type ReadDecoder = Decoder<
+    ReadOnlyTable<(u32, u32), &'static [u8]>,
+    ReadOnlyTable<(u32, [u8; 16]), u32>,
+    ReadOnlyTable<(u32, u8, [u8; 16]), &'static [u8]>,
+    ReadOnlyTable<(u32, [u8; 16], u32), ()>,
+    ReadOnlyTable<(u32, [u8; 16], u32), ()>,
+>;
+
 /// The projected tree of one indexed file.
 pub struct IndexGraph {
-    st: FileState,
-    rows: ReadOnlyTable<(u32, u32), &'static [u8]>,
-    uuids: ReadOnlyTable<(u32, [u8; 16]), u32>,
-    children: ReadOnlyTable<(u32, [u8; 16], u32), ()>,
+    dec: ReadDecoder,
     msg_ids: ReadOnlyTable<(u32, u64, u32), ()>,
-    derived: ReadOnlyTable<(u32, u8, [u8; 16]), &'static [u8]>,
     leaf_times: ReadOnlyTable<(u32, u8, u64, u32), ()>,
-    reparented: ReadOnlyTable<(u32, [u8; 16], u32), ()>,
     cache: RefCell<HashMap<usize, MessageRow>>,
-    /// Set when a stored value did not decode: the answer must not be trusted.
-    pub damaged: RefCell<bool>,
 }
 
 impl IndexGraph {
     /// Opens the tables of `st.file` in `txn`.
     pub fn new(txn: &ReadTransaction, st: FileState) -> Result<IndexGraph, redb::Error> {
         Ok(IndexGraph {
-            st,
-            rows: txn.open_table(ROWS)?,
-            uuids: txn.open_table(UUIDS)?,
-            children: txn.open_table(CHILDREN)?,
+            dec: Decoder::new(
+                st,
+                txn.open_table(ROWS)?,
+                txn.open_table(UUIDS)?,
+                txn.open_table(DERIVED)?,
+                txn.open_table(CHILDREN)?,
+                txn.open_table(REPARENTED)?,
+            ),
             msg_ids: txn.open_table(MSG_IDS)?,
-            derived: txn.open_table(DERIVED)?,
             leaf_times: txn.open_table(LEAF_TIMES)?,
-            reparented: txn.open_table(REPARENTED)?,
             cache: RefCell::new(HashMap::new()),
-            damaged: RefCell::new(false),
         })
     }
 
-    fn f(&self) -> u32 {
-        self.st.file
+    fn st(&self) -> &FileState {
+        self.dec.state()
     }
 
-    fn damage(&self) {
-        *self.damaged.borrow_mut() = true;
-    }
-
-    fn row(&self, i: usize) -> MessageRow {
+    fn row(&self, i: usize) -> Result<MessageRow, IndexFault> {
         if let Some(r) = self.cache.borrow().get(&i) {
-            return r.clone();
+            return Ok(r.clone());
         }
-        let seq = u32::try_from(i).unwrap_or(u32::MAX);
-        let row = self
-            .rows
-            .get((self.f(), seq))
-            .ok()
-            .flatten()
-            .and_then(|v| decode::<MessageRow>(v.value()));
-        let Some(row) = row else {
-            self.damage();
-            return placeholder();
-        };
+        let seq = u32::try_from(i)
+            .map_err(|_| IndexFault::damaged("rows", format!("row {i} out of range")))?;
+        let row = self.dec.row(seq)?;
         self.cache.borrow_mut().insert(i, row.clone());
-        row
-    }
-
-    fn has_derived(&self, kind: u8, id: Id) -> bool {
-        if let Ok(v) = self.derived.get((self.f(), kind, id.0)) {
-            v.is_some()
-        } else {
-            self.damage();
-            false
-        }
-    }
-
-    fn seqs<K>(
-        &self,
-        iter: Result<redb::Range<'static, K, ()>, redb::StorageError>,
-        seq_of: impl Fn(K::SelfType<'_>) -> u32,
-    ) -> Vec<usize>
-    where
-        K: redb::Key + 'static,
-    {
-        let Ok(iter) = iter else {
-            self.damage();
-            return Vec::new();
-        };
-        let mut out = Vec::new();
-        for item in iter {
-            if let Ok((k, _)) = item {
-                out.push(seq_of(k.value()) as usize);
-            } else {
-                self.damage();
-                return Vec::new();
-            }
-        }
-        out
+        Ok(row)
     }
 
     /// Texts of non-UUID ids of this file.
@@ -125,204 +84,132 @@ impl IndexGraph {
     }
 }
 
-/// Stands in for an undecodable row; the graph is marked damaged and the answer discarded.
-fn placeholder() -> MessageRow {
-    MessageRow {
-        head: MessageHead {
-            uuid: Id([0; 16]),
-            parent: None,
-            logical_parent: None,
-            kind: Kind::System,
-            flags: Flags(0),
-            timestamp: i64::MIN,
-            message_id: None,
-            session: 0,
-            source_tool_assistant: None,
-            preserved: None,
-            snip_removed: Vec::new(),
-        },
-        pos: LinePos {
-            line: 0,
-            offset: 0,
-            len: 0,
-        },
-    }
-}
-
 impl Graph for IndexGraph {
-    fn get(&self, id: Id) -> Option<usize> {
-        let seq = if let Ok(v) = self.uuids.get((self.f(), id.0)) {
-            v?.value()
-        } else {
-            self.damage();
-            return None;
-        };
-        let dropped = self.st.drop_before.is_some_and(|b| seq < b)
-            && !self.has_derived(derived::PRESERVED, id);
-        if dropped || self.has_derived(derived::DEAD, id) {
-            return None;
-        }
-        Some(seq as usize)
+    type Error = IndexFault;
+
+    fn get(&self, id: Id) -> Result<Option<usize>, IndexFault> {
+        Ok(self.dec.live(id)?.map(|s| s as usize))
     }
 
-    fn head(&self, i: usize) -> Cow<'_, MessageHead> {
-        Cow::Owned(self.row(i).head)
+    fn head(&self, i: usize) -> Result<Cow<'_, MessageHead>, IndexFault> {
+        Ok(Cow::Owned(self.row(i)?.head))
     }
 
-    fn pos(&self, i: usize) -> LinePos {
-        self.row(i).pos
+    fn pos(&self, i: usize) -> Result<LinePos, IndexFault> {
+        Ok(self.row(i)?.pos)
     }
 
-    fn parent_of(&self, i: usize) -> Option<Id> {
-        let row = self.row(i);
-        match self
-            .derived
-            .get((self.f(), derived::PARENT, row.head.uuid.0))
-        {
-            Ok(Some(v)) => read_opt_id(v.value()).unwrap_or_else(|()| {
-                self.damage();
-                None
-            }),
-            Ok(None) => row.head.parent,
-            Err(_) => {
-                self.damage();
-                None
-            }
-        }
+    fn parent_of(&self, i: usize) -> Result<Option<Id>, IndexFault> {
+        self.dec.parent_of(&self.row(i)?)
     }
 
     fn live_count(&self) -> usize {
-        self.st.live_rows as usize
+        self.st().live_rows as usize
     }
 
-    fn leaves(&self) -> Vec<usize> {
-        let Ok(iter) = self
-            .derived
-            .range((self.f(), derived::LEAF, ZERO)..=(self.f(), derived::LEAF, MAX))
-        else {
-            self.damage();
-            return Vec::new();
-        };
+    fn leaves(&self) -> Result<Vec<usize>, IndexFault> {
+        Ok(self
+            .dec
+            .leaves()?
+            .into_iter()
+            .map(|(s, _)| s as usize)
+            .collect())
+    }
+
+    fn zeroed(&self, id: Id) -> Result<bool, IndexFault> {
+        self.dec.zeroed(id)
+    }
+
+    fn group(&self, mid: u64) -> Result<Vec<usize>, IndexFault> {
+        let f = self.st().file;
         let mut out = Vec::new();
-        for item in iter {
-            let Ok((_, v)) = item else {
-                self.damage();
-                return Vec::new();
-            };
-            match <[u8; 4]>::try_from(v.value()) {
-                Ok(b) => out.push(u32::from_le_bytes(b) as usize),
-                Err(_) => self.damage(),
+        for item in self.msg_ids.range((f, mid, 0)..=(f, mid, u32::MAX))? {
+            let i = item?.0.value().2 as usize;
+            let h = self.row(i)?.head;
+            if h.kind == Kind::Assistant && self.get(h.uuid)? == Some(i) {
+                out.push(i);
             }
         }
-        out.sort_unstable();
-        out
+        Ok(out)
     }
 
-    fn zeroed(&self, id: Id) -> bool {
-        self.has_derived(derived::ZEROED, id)
-    }
-
-    fn group(&self, mid: u64) -> Vec<usize> {
-        let f = self.f();
-        let seqs = self.seqs(self.msg_ids.range((f, mid, 0)..=(f, mid, u32::MAX)), |k| {
-            k.2
-        });
-        seqs.into_iter()
-            .filter(|&i| {
-                let h = self.row(i).head;
-                h.kind == Kind::Assistant && self.get(h.uuid) == Some(i)
-            })
-            .collect()
-    }
-
-    fn tool_results_of(&self, parent: Id) -> Vec<usize> {
-        let f = self.f();
-        let mut seqs = self.seqs(
-            self.children
-                .range((f, parent.0, 0)..=(f, parent.0, u32::MAX)),
-            |k| k.2,
-        );
-        seqs.extend(
-            self.seqs(
-                self.reparented
-                    .range((f, parent.0, 0)..=(f, parent.0, u32::MAX)),
-                |k| k.2,
-            ),
-        );
-        seqs.sort_unstable();
-        seqs.dedup();
-        seqs.into_iter()
-            .filter(|&i| {
-                let h = self.row(i).head;
-                h.kind == Kind::User
-                    && h.flags.has(Flags::TOOL_RESULT)
-                    && self.get(h.uuid) == Some(i)
-                    && self.parent_of(i) == Some(parent)
-            })
-            .collect()
+    fn tool_results_of(&self, parent: Id) -> Result<Vec<usize>, IndexFault> {
+        Ok(self
+            .dec
+            .children_of(parent)?
+            .into_iter()
+            .filter(|(_, r)| r.head.kind == Kind::User && r.head.flags.has(Flags::TOOL_RESULT))
+            .map(|(s, _)| s as usize)
+            .collect())
     }
 
     fn all_sidechain(&self) -> bool {
-        self.st.main_rows == 0
+        self.st().main_rows == 0
     }
 
-    fn newest_leaf(&self, sidechain_ok: bool) -> Option<usize> {
-        let f = self.f();
-        let last = |side: u8| -> Option<(u64, u32)> {
-            if let Ok(mut r) = self
-                .leaf_times
-                .range((f, side, 0, 0)..=(f, side, u64::MAX, u32::MAX))
-            {
-                match r.next_back() {
-                    Some(Ok((k, _))) => {
-                        let (_, _, ts, seq) = k.value();
-                        Some((ts, seq))
-                    }
-                    Some(Err(_)) => {
-                        self.damage();
-                        None
-                    }
-                    None => None,
-                }
-            } else {
-                self.damage();
-                None
-            }
-        };
-        let main = last(0);
-        let best = if sidechain_ok {
-            main.max(last(1))
-        } else {
-            main
-        };
-        best.map(|(_, seq)| seq as usize)
+    fn newest_leaf(&self, sidechain_ok: bool) -> Result<Option<usize>, IndexFault> {
+        Ok(state::newest_leaf(&self.leaf_times, self.st().file, sidechain_ok)?.map(|s| s as usize))
     }
 
-    fn leaf_ids(&self) -> Vec<Id> {
-        let f = self.f();
-        let mut out: Vec<(usize, Id)> = Vec::new();
-        let Ok(iter) = self
-            .derived
-            .range((f, derived::LEAF, ZERO)..=(f, derived::LEAF, MAX))
-        else {
-            self.damage();
-            return Vec::new();
-        };
-        for item in iter {
-            let Ok((k, v)) = item else {
-                self.damage();
-                return Vec::new();
-            };
-            match <[u8; 4]>::try_from(v.value()) {
-                Ok(b) => out.push((u32::from_le_bytes(b) as usize, Id(k.value().2))),
-                Err(_) => self.damage(),
-            }
-        }
-        out.sort_unstable();
-        out.into_iter().map(|(_, id)| id).collect()
+    fn leaf_ids(&self) -> Result<Vec<Id>, IndexFault> {
+        Ok(self.dec.leaves()?.into_iter().map(|(_, id)| id).collect())
     }
 
     fn checkpoints(&self) -> Cow<'_, [Id]> {
-        Cow::Owned(self.st.checkpoint.into_iter().collect())
+        Cow::Owned(self.st().checkpoint.into_iter().collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::chain::{ResolveOptions, resolve_graph};
+    use crate::index::{ingest, schema};
+    use redb::ReadableDatabase;
+
+    fn line(n: u64, parent: Option<u64>, ty: &str) -> String {
+        let id = |n: u64| format!("00000000-0000-4000-8000-{n:012x}");
+        let parent = parent.map_or("null".to_owned(), |p| format!("\"{}\"", id(p)));
+        format!(
+            r#"{{"parentUuid":{parent},"type":"{ty}","message":{{"role":"{ty}","content":"x"}},"uuid":"{}","sessionId":"s","timestamp":"2026-01-01T00:00:0{n}.000Z"}}"#,
+            id(n)
+        )
+    }
+
+    /// A stored row that does not decode ends the answer with a typed fault naming the table;
+    /// no placeholder row and no answer.
+    #[test]
+    fn a_damaged_row_is_a_typed_fault_not_an_answer() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.jsonl");
+        let text = [line(1, None, "user"), line(2, Some(1), "assistant")].join("\n") + "\n";
+        std::fs::write(&path, text).unwrap();
+        let db = redb::Database::create(dir.path().join("i.redb")).unwrap();
+        let txn = db.begin_write().unwrap();
+        schema::create_all(&txn).unwrap();
+        let (_, st) = ingest::catch_up(&txn, "t", &path).unwrap();
+        let names = IdNames::default();
+        let no_full = || Err::<IndexGraph, _>(IndexFault::Other("unused".into()));
+        txn.commit().unwrap();
+        {
+            let r = db.begin_read().unwrap();
+            let g = IndexGraph::new(&r, st.clone()).unwrap();
+            let res = resolve_graph(&g, ResolveOptions::default(), &names, no_full);
+            assert_eq!(res.unwrap().unwrap().chain.len(), 2);
+        }
+        let txn = db.begin_write().unwrap();
+        txn.open_table(ROWS)
+            .unwrap()
+            .insert((st.file, 1), b"garbage".as_slice())
+            .unwrap();
+        txn.commit().unwrap();
+        let r = db.begin_read().unwrap();
+        let g = IndexGraph::new(&r, st).unwrap();
+        let err = resolve_graph(&g, ResolveOptions::default(), &names, no_full).unwrap_err();
+        assert!(err.is_damage(), "{err}");
+        assert!(
+            matches!(err, IndexFault::Damaged { table: "rows", .. }),
+            "{err}"
+        );
     }
 }

@@ -19,6 +19,7 @@
 //! | `derived` | (file, kind, uuid) | parent | the projections: re-pointed parents, dead rows, leaves, zeroed usage |
 //! | `reparented` | (file, effective parent, seq) | () | reverse of re-pointed parents |
 //! | `leaf_times` | (file, sidechain, timestamp, seq) | () | leaves by time: the newest is the last key |
+//! | `forward` | (file, uuid) | () | ids named (snip, preserved segment, parent) before any row had them |
 //! | `facts` | path | bytes | picker facts of a session (cached) |
 
 use redb::TableDefinition;
@@ -27,7 +28,8 @@ use redb::TableDefinition;
 ///
 /// History:
 /// - 1: first layout.
-pub const INDEX_SCHEMA_VERSION: u32 = 1;
+/// - 2: `forward` table (ids named before they arrive: an append that brings one re-derives).
+pub const INDEX_SCHEMA_VERSION: u32 = 2;
 
 /// The lowest and highest 16-byte ids, for range scans over one file's rows.
 pub const ID_FIRST: [u8; 16] = [0; 16];
@@ -53,6 +55,7 @@ pub const REPARENTED: TableDefinition<(u32, [u8; 16], u32), ()> =
     TableDefinition::new("reparented");
 pub const LEAF_TIMES: TableDefinition<(u32, u8, u64, u32), ()> = TableDefinition::new("leaf_times");
 pub const FACTS: TableDefinition<&str, &[u8]> = TableDefinition::new("facts");
+pub const FORWARD: TableDefinition<(u32, [u8; 16]), ()> = TableDefinition::new("forward");
 
 /// Creates every table, so readers never meet a missing one.
 pub fn create_all(txn: &redb::WriteTransaction) -> Result<(), redb::TableError> {
@@ -71,6 +74,7 @@ pub fn create_all(txn: &redb::WriteTransaction) -> Result<(), redb::TableError> 
     txn.open_table(REPARENTED)?;
     txn.open_table(LEAF_TIMES)?;
     txn.open_table(FACTS)?;
+    txn.open_table(FORWARD)?;
     Ok(())
 }
 

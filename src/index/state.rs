@@ -1,0 +1,364 @@
+//! The derived state of one file — what [`Tree`] computes — stored and read back in one place.
+//!
+//! # Context
+//! The full re-derivation ([`super::derive`]), the incremental update after an append
+//! ([`super::incremental`]) and the query ([`super::query`]) all need the same facts: which
+//! rows are live, each row's effective parent, its children, the leaves and the zeroed usage.
+//! [`Encoder`] is the only code that writes them and [`Decoder`] the only code that reads them,
+//! so the three paths cannot disagree on a layout.
+//!
+//! # Design
+//! | fact | stored as |
+//! |---|---|
+//! | liveness | dead unless `seq ≥ FileState::drop_before` or a `PRESERVED` row; a `DEAD` row (snip) |
+//! | effective parent | a `PARENT` row when it differs from the line's `parentUuid`, plus a `reparented` edge |
+//! | children | `children` (on-disk edges) ∪ `reparented`, kept when live and the effective parent matches |
+//! | leaves | `LEAF` rows (value: seq) and `leaf_times` keys (turn leaves by time) |
+//! | zeroed usage | `ZEROED` rows |
+//! | scalars | `FileState::{live_rows, main_rows, drop_before, segment_anchor}` |
+//!
+//! A value that does not decode is a typed [`IndexFault::Damaged`], never a default.
+
+use redb::{ReadableTable, Table, WriteTransaction};
+
+use super::codec::{decode, opt_id, read_opt_id};
+use super::schema::{
+    DERIVED, FileState, ID_FIRST as ZERO, ID_LAST as MAX, LEAF_TIMES, REPARENTED, derived,
+    sortable_ts,
+};
+use crate::chain::{MessageRow, Tree};
+use crate::transcript::envelope::{Flags, MessageHead};
+use crate::transcript::id::Id;
+
+/// Why the index could not answer: its storage failed, or a stored value is damaged.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum IndexFault {
+    /// redb failed.
+    #[error(transparent)]
+    Storage(#[from] redb::Error),
+    /// A stored value or key does not decode (or a row it names is missing).
+    #[error("damaged {table} entry: {what}")]
+    Damaged {
+        /// The table.
+        table: &'static str,
+        /// Which entry, and what is wrong.
+        what: String,
+    },
+    /// Anything else (busy database, failed rebuild), said in words.
+    #[error("{0}")]
+    Other(String),
+}
+
+impl From<redb::StorageError> for IndexFault {
+    fn from(e: redb::StorageError) -> Self {
+        IndexFault::Storage(e.into())
+    }
+}
+
+impl From<redb::TableError> for IndexFault {
+    fn from(e: redb::TableError) -> Self {
+        IndexFault::Storage(e.into())
+    }
+}
+
+impl From<std::convert::Infallible> for IndexFault {
+    fn from(never: std::convert::Infallible) -> Self {
+        match never {}
+    }
+}
+
+impl IndexFault {
+    /// A damaged entry of `table`.
+    pub fn damaged(table: &'static str, what: impl Into<String>) -> IndexFault {
+        IndexFault::Damaged {
+            table,
+            what: what.into(),
+        }
+    }
+
+    /// Whether the fault is damage (rebuild and retry) rather than a storage failure.
+    pub fn is_damage(&self) -> bool {
+        matches!(self, IndexFault::Damaged { .. })
+    }
+}
+
+/// `Result` with [`IndexFault`].
+pub type Fault<T> = Result<T, IndexFault>;
+
+/// The one writer of the derived state of a file.
+pub struct Encoder<'t> {
+    f: u32,
+    derived: Table<'t, (u32, u8, [u8; 16]), &'static [u8]>,
+    reparented: Table<'t, (u32, [u8; 16], u32), ()>,
+    leaf_times: Table<'t, (u32, u8, u64, u32), ()>,
+}
+
+impl<'t> Encoder<'t> {
+    /// Opens the derived tables of file `f`.
+    pub fn open(txn: &'t WriteTransaction, f: u32) -> Result<Encoder<'t>, redb::Error> {
+        Ok(Encoder::with(
+            f,
+            txn.open_table(DERIVED)?,
+            txn.open_table(REPARENTED)?,
+            txn.open_table(LEAF_TIMES)?,
+        ))
+    }
+
+    /// An encoder over tables already open (the incremental path read `derived` first).
+    pub fn with(
+        f: u32,
+        derived: Table<'t, (u32, u8, [u8; 16]), &'static [u8]>,
+        reparented: Table<'t, (u32, [u8; 16], u32), ()>,
+        leaf_times: Table<'t, (u32, u8, u64, u32), ()>,
+    ) -> Encoder<'t> {
+        Encoder {
+            f,
+            derived,
+            reparented,
+            leaf_times,
+        }
+    }
+
+    /// Removes every derived row of the file.
+    pub fn clear(&mut self) -> Result<(), redb::Error> {
+        let f = self.f;
+        self.derived
+            .retain_in((f, 0, ZERO)..=(f, u8::MAX, MAX), |_, _| false)?;
+        self.reparented
+            .retain_in((f, ZERO, 0)..=(f, MAX, u32::MAX), |_, ()| false)?;
+        self.leaf_times
+            .retain_in((f, 0, 0, 0)..=(f, u8::MAX, u64::MAX, u32::MAX), |_, ()| {
+                false
+            })?;
+        Ok(())
+    }
+
+    /// Replaces the derived state with the one of `tree` (built over `rows`, all of the file's
+    /// rows in map order) and sets the scalars of `st`.
+    pub fn write_tree(
+        &mut self,
+        st: &mut FileState,
+        rows: &[MessageRow],
+        tree: &Tree<'_>,
+    ) -> Result<(), redb::Error> {
+        let f = self.f;
+        self.clear()?;
+        for (i, parent) in tree.relinked() {
+            self.derived.insert(
+                (f, derived::PARENT, rows[i].head.uuid.0),
+                opt_id(parent).as_slice(),
+            )?;
+            if let Some(p) = parent {
+                self.reparented.insert((f, p.0, seq(i)), ())?;
+            }
+        }
+        for id in &tree.snipped {
+            self.derived
+                .insert((f, derived::DEAD, id.0), [].as_slice())?;
+        }
+        for id in &tree.preserved {
+            self.derived
+                .insert((f, derived::PRESERVED, id.0), [].as_slice())?;
+        }
+        for &i in &tree.leaves {
+            self.set_leaf(seq(i), &rows[i].head, true)?;
+        }
+        for id in &tree.zeroed_usage {
+            self.derived
+                .insert((f, derived::ZEROED, id.0), [].as_slice())?;
+        }
+        st.segment_anchor = tree.live_segment.map(|s| s.anchor);
+        st.drop_before = tree.drop_before.map(seq);
+        st.live_rows = seq(tree.live_count_all());
+        st.main_rows = seq(rows
+            .iter()
+            .filter(|r| !r.head.flags.has(Flags::SIDECHAIN))
+            .count());
+        Ok(())
+    }
+
+    /// Sets or clears the leaf status of row `seq`.
+    pub fn set_leaf(&mut self, seq: u32, h: &MessageHead, leaf: bool) -> Result<(), redb::Error> {
+        let f = self.f;
+        let side = u8::from(h.flags.has(Flags::SIDECHAIN));
+        let time_key = (f, side, sortable_ts(h.timestamp), seq);
+        if leaf {
+            self.derived
+                .insert((f, derived::LEAF, h.uuid.0), seq.to_le_bytes().as_slice())?;
+            if h.kind.is_turn() {
+                self.leaf_times.insert(time_key, ())?;
+            }
+        } else {
+            self.derived.remove((f, derived::LEAF, h.uuid.0))?;
+            self.leaf_times.remove(time_key)?;
+        }
+        Ok(())
+    }
+}
+
+fn seq(i: usize) -> u32 {
+    u32::try_from(i).expect("rows fit u32")
+}
+
+/// The one reader of the derived state of a file, over read-only or read-write tables.
+pub struct Decoder<R, U, D, C, P> {
+    st: FileState,
+    rows: R,
+    uuids: U,
+    derived: D,
+    children: C,
+    reparented: P,
+}
+
+impl<R, U, D, C, P> Decoder<R, U, D, C, P>
+where
+    R: ReadableTable<(u32, u32), &'static [u8]>,
+    U: ReadableTable<(u32, [u8; 16]), u32>,
+    D: ReadableTable<(u32, u8, [u8; 16]), &'static [u8]>,
+    C: ReadableTable<(u32, [u8; 16], u32), ()>,
+    P: ReadableTable<(u32, [u8; 16], u32), ()>,
+{
+    /// A decoder for the file of `st`.
+    pub fn new(st: FileState, rows: R, uuids: U, derived: D, children: C, reparented: P) -> Self {
+        Decoder {
+            st,
+            rows,
+            uuids,
+            derived,
+            children,
+            reparented,
+        }
+    }
+
+    /// The tables, back (to write through the same handles).
+    pub fn into_tables(self) -> (R, U, D, C, P) {
+        (
+            self.rows,
+            self.uuids,
+            self.derived,
+            self.children,
+            self.reparented,
+        )
+    }
+
+    /// The file's state.
+    pub fn state(&self) -> &FileState {
+        &self.st
+    }
+
+    fn f(&self) -> u32 {
+        self.st.file
+    }
+
+    /// The stored row at map position `seq`.
+    pub fn row(&self, seq: u32) -> Fault<MessageRow> {
+        let v = self.rows.get((self.f(), seq))?;
+        v.and_then(|v| decode(v.value()))
+            .ok_or_else(|| IndexFault::damaged("rows", format!("row {seq} missing or undecodable")))
+    }
+
+    fn has(&self, kind: u8, id: Id) -> Fault<bool> {
+        Ok(self.derived.get((self.f(), kind, id.0))?.is_some())
+    }
+
+    /// The map position of a message, live or not.
+    pub fn seq_of(&self, id: Id) -> Fault<Option<u32>> {
+        Ok(self.uuids.get((self.f(), id.0))?.map(|v| v.value()))
+    }
+
+    /// The map position of a live message (SPEC A5 steps 5 and 6 applied).
+    pub fn live(&self, id: Id) -> Fault<Option<u32>> {
+        let Some(seq) = self.seq_of(id)? else {
+            return Ok(None);
+        };
+        let dropped =
+            self.st.drop_before.is_some_and(|b| seq < b) && !self.has(derived::PRESERVED, id)?;
+        if dropped || self.has(derived::DEAD, id)? {
+            return Ok(None);
+        }
+        Ok(Some(seq))
+    }
+
+    /// The effective parent of a row.
+    pub fn parent_of(&self, row: &MessageRow) -> Fault<Option<Id>> {
+        match self
+            .derived
+            .get((self.f(), derived::PARENT, row.head.uuid.0))?
+        {
+            Some(v) => read_opt_id(v.value())
+                .map_err(|()| IndexFault::damaged("derived", "effective parent of wrong length")),
+            None => Ok(row.head.parent),
+        }
+    }
+
+    /// Whether the usage counts of a message are zeroed.
+    pub fn zeroed(&self, id: Id) -> Fault<bool> {
+        self.has(derived::ZEROED, id)
+    }
+
+    /// Live children by effective parent, in map order.
+    pub fn children_of(&self, id: Id) -> Fault<Vec<(u32, MessageRow)>> {
+        let f = self.f();
+        let mut seqs: Vec<u32> = Vec::new();
+        for item in self.children.range((f, id.0, 0)..=(f, id.0, u32::MAX))? {
+            seqs.push(item?.0.value().2);
+        }
+        for item in self.reparented.range((f, id.0, 0)..=(f, id.0, u32::MAX))? {
+            seqs.push(item?.0.value().2);
+        }
+        seqs.sort_unstable();
+        seqs.dedup();
+        let mut out = Vec::new();
+        for seq in seqs {
+            let row = self.row(seq)?;
+            if self.live(row.head.uuid)? == Some(seq) && self.parent_of(&row)? == Some(id) {
+                out.push((seq, row));
+            }
+        }
+        Ok(out)
+    }
+
+    /// The leaves `(seq, uuid)`, in map order.
+    pub fn leaves(&self) -> Fault<Vec<(u32, Id)>> {
+        let f = self.f();
+        let mut out = Vec::new();
+        for item in self
+            .derived
+            .range((f, derived::LEAF, ZERO)..=(f, derived::LEAF, MAX))?
+        {
+            let (k, v) = item?;
+            let b = <[u8; 4]>::try_from(v.value())
+                .map_err(|_| IndexFault::damaged("derived", "leaf value of wrong length"))?;
+            out.push((u32::from_le_bytes(b), Id(k.value().2)));
+        }
+        out.sort_unstable();
+        Ok(out)
+    }
+}
+
+/// The newest turn leaf of file `f` by `(timestamp, seq)`, sidechain ones included only when
+/// `sidechain_ok` (the last key of `leaf_times`).
+pub fn newest_leaf(
+    leaf_times: &impl ReadableTable<(u32, u8, u64, u32), ()>,
+    f: u32,
+    sidechain_ok: bool,
+) -> Fault<Option<u32>> {
+    let last = |side: u8| -> Fault<Option<(u64, u32)>> {
+        let mut r = leaf_times.range((f, side, 0, 0)..=(f, side, u64::MAX, u32::MAX))?;
+        match r.next_back() {
+            Some(item) => {
+                let (_, _, ts, seq) = item?.0.value();
+                Ok(Some((ts, seq)))
+            }
+            None => Ok(None),
+        }
+    };
+    let main = last(0)?;
+    let best = if sidechain_ok {
+        main.max(last(1)?)
+    } else {
+        main
+    };
+    Ok(best.map(|(_, seq)| seq))
+}
