@@ -44,7 +44,8 @@ pub struct Transcript {
     pub progress: HashMap<Id, Option<Id>>,
     /// Merged metadata.
     pub metadata: Metadata,
-    /// Lines skipped, with the reason.
+    /// Lines skipped, with the reason, and kept lines with fields that could not be read
+    /// ([`LineProblem::Fields`]).
     pub bad_lines: Vec<BadLine>,
     /// Lines that parsed only after a lossy repair (lone surrogate escapes, invalid UTF-8).
     pub repaired: Vec<LinePos>,
@@ -87,9 +88,12 @@ impl Transcript {
 
     /// Adds one framed line (in file order).
     fn push(&mut self, pos: LinePos, bytes: &[u8]) {
-        let parsed = parse_line(bytes, &mut self.names);
+        let mut parsed = parse_line(bytes, &mut self.names);
         if parsed.repaired {
             self.repaired.push(pos);
+        }
+        if let Some(problem) = parsed.note_problem() {
+            self.bad_lines.push(BadLine { pos, problem });
         }
         match parsed.entry {
             Err(problem) => self.bad_lines.push(BadLine { pos, problem }),

@@ -207,15 +207,37 @@ pub fn answer(
     Ok(ans)
 }
 
-/// Prints skipped lines and a torn tail on stderr, with their position.
+/// Bad lines reported one by one; the rest are counted (a file can hold millions).
+const BAD_LINES_SHOWN: usize = 10;
+
+/// Prints skipped lines (the first few, then a count), kept lines with unreadable fields and a
+/// torn tail on stderr, with their position.
 pub fn report_problems(path: &std::path::Path, ans: &chainlog::Answer) {
-    for b in &ans.bad_lines {
+    for b in ans.bad_lines.iter().take(BAD_LINES_SHOWN) {
         eprintln!(
-            "chainlog: warning: {}:{} (byte {}): skipped line: {}",
+            "chainlog: warning: {}:{} (byte {}): {} line: {}",
             path.display(),
             b.pos.line,
             b.pos.offset,
+            if b.problem.skipped() {
+                "skipped"
+            } else {
+                "kept"
+            },
             b.problem
+        );
+    }
+    if let Some(rest) = ans
+        .bad_lines
+        .get(BAD_LINES_SHOWN..)
+        .filter(|r| !r.is_empty())
+    {
+        let skipped = rest.iter().filter(|b| b.problem.skipped()).count();
+        eprintln!(
+            "chainlog: warning: {}: {} more lines with problems not shown ({skipped} skipped, {} kept with unreadable fields)",
+            path.display(),
+            rest.len(),
+            rest.len() - skipped
         );
     }
     if let Some((off, len)) = ans.torn_tail {

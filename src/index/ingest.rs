@@ -306,6 +306,8 @@ const PIPELINE_DEPTH: usize = 8;
 type Parsed = (
     crate::transcript::frame::LinePos,
     Result<Entry, crate::transcript::envelope::LineProblem>,
+    // Fields of a kept entry that could not be read (`LineProblem::Fields`).
+    Option<crate::transcript::envelope::LineProblem>,
 );
 
 /// Fingerprints of complete chunks: `(chunk no., blake3/16)`.
@@ -470,7 +472,9 @@ fn ingest_from(
             let mut names = IdNames::default();
             let mut chunk = Vec::with_capacity(PIPELINE_CHUNK);
             let summary = framer.frame_reader(&mut hashing, |line| {
-                chunk.push((line.pos, parse_line(line.bytes, &mut names).entry));
+                let mut parsed = parse_line(line.bytes, &mut names);
+                let note = parsed.note_problem();
+                chunk.push((line.pos, parsed.entry, note));
                 if chunk.len() == PIPELINE_CHUNK {
                     let _ = tx.send(std::mem::replace(
                         &mut chunk,
@@ -490,8 +494,18 @@ fn ingest_from(
             if failure.is_some() {
                 continue;
             }
-            for (pos, entry) in chunk {
-                if let Err(e) = tables.store(st, batch, entry, pos) {
+            for (pos, entry, note) in chunk {
+                let noted = note.map_or(Ok(()), |problem| {
+                    tables
+                        .bad
+                        .insert(
+                            (tables.f, pos.line),
+                            encode(&BadLine { pos, problem }).as_slice(),
+                        )
+                        .map(|_| ())
+                        .map_err(redb::Error::from)
+                });
+                if let Err(e) = noted.and_then(|()| tables.store(st, batch, entry, pos)) {
                     failure = Some(e);
                     break;
                 }

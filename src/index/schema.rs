@@ -27,7 +27,9 @@ use redb::TableDefinition;
 ///
 /// History:
 /// - 1: first layout.
-pub const INDEX_SCHEMA_VERSION: u32 = 1;
+/// - 2: lines with unreadable field types are kept (envelope read tolerantly) and noted in
+///   `bad_lines` as `LineProblem::Fields`.
+pub const INDEX_SCHEMA_VERSION: u32 = 2;
 
 /// The lowest and highest 16-byte ids, for range scans over one file's rows.
 pub const ID_FIRST: [u8; 16] = [0; 16];

@@ -32,11 +32,11 @@ impl ViewEntry {
     }
 }
 
-/// Parses a line as JSON, repairing lone surrogates and invalid UTF-8 if needed.
+/// Parses a line as JSON, repairing lone surrogates and invalid UTF-8 if needed. Parts nested
+/// deeper than [`super::shallow::DEPTH`] levels read as `null` (bounded stack, any depth).
 pub fn parse_value(bytes: &[u8]) -> Option<Value> {
-    serde_json::from_slice(bytes).ok().or_else(|| {
-        crate::transcript::lossy::repair(bytes).and_then(|b| serde_json::from_slice(&b).ok())
-    })
+    let value = |b: &[u8]| super::shallow::parse(b, false).map(|s| s.value);
+    value(bytes).or_else(|| crate::transcript::lossy::repair(bytes).and_then(|b| value(&b)))
 }
 
 /// Reads one line at `pos`, without its terminator.
@@ -86,7 +86,21 @@ pub fn read_view(path: &Path, links: &[Link], names: &IdNames) -> Result<Vec<Vie
 
 /// Checks the line is the expected message and applies the projections to it.
 fn project(raw: &[u8], link: &Link, names: &IdNames) -> Option<Vec<u8>> {
-    let mut v = parse_value(raw)?;
+    // Deep parts stay raw text (any depth, bounded stack): see `super::shallow`.
+    if let Some(s) = super::shallow::parse(raw, true) {
+        return project_entry(s, raw, link, names);
+    }
+    let fixed = crate::transcript::lossy::repair(raw)?;
+    project_entry(super::shallow::parse(&fixed, true)?, raw, link, names)
+}
+
+fn project_entry(
+    mut s: super::shallow::Shallow<'_>,
+    raw: &[u8],
+    link: &Link,
+    names: &IdNames,
+) -> Option<Vec<u8>> {
+    let v = &mut s.value;
     let uuid = v.get("uuid")?.as_str()?;
     if Id::from_text(uuid) != link.uuid {
         return None;
@@ -96,7 +110,7 @@ fn project(raw: &[u8], link: &Link, names: &IdNames) -> Option<Vec<u8>> {
         .and_then(Value::as_str)
         .map(Id::from_text);
     // Old entry shapes are handed over in the current format (STYLE practice 7).
-    let upgraded = crate::transcript::upgrade::upgrade(&mut v);
+    let upgraded = crate::transcript::upgrade::upgrade(v);
     if on_disk == link.parent && !link.zero_usage && !upgraded {
         return Some(raw.to_vec());
     }
@@ -124,5 +138,5 @@ fn project(raw: &[u8], link: &Link, names: &IdNames) -> Option<Vec<u8>> {
             }
         }
     }
-    serde_json::to_vec(&v).ok()
+    s.to_vec()
 }
