@@ -210,3 +210,136 @@ fn unexpected_field_types_keep_the_message_and_are_reported() {
         verify_ok(&c);
     }
 }
+
+#[test]
+fn text_format_writes_no_terminal_escapes() {
+    let hostile = r#""\u001b]0;owned\u0007\u001b[2J\r\u009bline\tone\nline two""#;
+    let text = chain(3, |i| (i == 2).then(|| hostile.to_owned()));
+    let c = case(&text);
+    let (out, _) = c.resume("text");
+    assert!(
+        !out.bytes().any(|b| b == 0x1b || b == 0x07 || b == b'\r'),
+        "raw control characters in: {out:?}"
+    );
+    assert!(!out.contains('\u{9b}'), "a raw C1 CSI in: {out:?}");
+    assert!(
+        out.contains("\\u{1b}]0;owned\\u{7}\\u{1b}[2J\\u{d}\\u{9b}line\tone\n"),
+        "{out}"
+    );
+}
+
+/// Runs the chainlog binary as an unprivileged user: as `nobody` through `setpriv` when the
+/// tests run as root (root reads a chmod 000 file), directly otherwise. The binary is copied
+/// into `dir` so `nobody` can execute it wherever the build lives.
+fn run_unprivileged(dir: &std::path::Path, args: &[&str]) -> Output {
+    use std::os::unix::fs::MetadataExt;
+    let bin = dir.join("chainlog");
+    if !bin.exists() {
+        std::fs::copy(env!("CARGO_BIN_EXE_chainlog"), &bin).unwrap();
+    }
+    let root = std::fs::metadata("/proc/self").unwrap().uid() == 0;
+    let mut cmd = if root {
+        let mut c = std::process::Command::new("setpriv");
+        c.args(["--reuid=nobody", "--regid=nogroup", "--clear-groups"])
+            .arg(&bin);
+        c
+    } else {
+        std::process::Command::new(&bin)
+    };
+    cmd.args(args)
+        .env("XDG_CACHE_HOME", dir.join("cache"))
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("setpriv (util-linux) runs the binary as nobody")
+}
+
+fn chmod(path: &std::path::Path, mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+#[test]
+fn unreadable_items_are_skipped_and_reported() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let sids = [
+        "11111111-1111-4111-8111-111111111111",
+        "22222222-2222-4222-8222-222222222222",
+        "33333333-3333-4333-8333-333333333333",
+    ];
+    for project in ["-p", "-q"] {
+        let p = dir.join("c/projects").join(project);
+        std::fs::create_dir_all(&p).unwrap();
+        for (n, sid) in sids.iter().enumerate() {
+            std::fs::write(
+                p.join(format!("{sid}.jsonl")),
+                format!(
+                    r#"{{"parentUuid":null,"type":"user","cwd":"/p","message":{{"role":"user","content":"hello {n}"}},"uuid":"{}","timestamp":"2025-01-0{}T00:00:00.000Z","sessionId":"{sid}"}}"#,
+                    id(n as u64 + 1),
+                    n + 1
+                ) + "\n",
+            )
+            .unwrap();
+        }
+    }
+    let subagents = dir.join("c/projects/-p").join(sids[1]).join("subagents");
+    std::fs::create_dir_all(&subagents).unwrap();
+    // Everything readable by anyone, then three items by no one.
+    for d in [dir, &dir.join("c"), &dir.join("c/projects")] {
+        chmod(d, 0o755);
+    }
+    for project in ["-p", "-q"] {
+        let p = dir.join("c/projects").join(project);
+        chmod(&p, 0o755);
+        for sid in sids {
+            chmod(&p.join(format!("{sid}.jsonl")), 0o644);
+        }
+    }
+    chmod(&dir.join("c/projects/-p").join(sids[1]), 0o755);
+    std::fs::create_dir(dir.join("cache")).unwrap();
+    chmod(&dir.join("cache"), 0o777);
+    let unreadable = dir.join("c/projects/-p").join(format!("{}.jsonl", sids[0]));
+    chmod(&unreadable, 0o000);
+    chmod(&subagents, 0o000);
+    chmod(&dir.join("c/projects/-q"), 0o000);
+
+    let claude = dir.join("c");
+    let project = claude.join("projects/-p");
+    let (claude, project) = (claude.to_str().unwrap(), project.to_str().unwrap());
+    let ls = run_unprivileged(dir, &["--claude-dir", claude, "ls", "--project", project]);
+    let all = run_unprivileged(dir, &["--claude-dir", claude, "ls", "--all"]);
+    let cont = run_unprivileged(
+        dir,
+        &[
+            "--claude-dir",
+            claude,
+            "continue",
+            "--project",
+            project,
+            "--format",
+            "uuids",
+        ],
+    );
+    for (what, o) in [("ls", &ls), ("ls --all", &all), ("continue", &cont)] {
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(o.status.success(), "{what} failed: {err}");
+        for item in [unreadable.to_str().unwrap(), subagents.to_str().unwrap()] {
+            assert!(
+                err.contains(&format!("skipped (cannot be read): {item}")),
+                "{what}: {item} not reported:\n{err}"
+            );
+        }
+    }
+    let listed = |o: &Output| {
+        let out = String::from_utf8_lossy(&o.stdout).into_owned();
+        sids.iter().map(|s| out.contains(s)).collect::<Vec<_>>()
+    };
+    assert_eq!(listed(&ls), [false, true, true]);
+    assert_eq!(listed(&all), [false, true, true]);
+    assert!(String::from_utf8_lossy(&all.stderr).contains("-q: Permission denied"));
+    assert_eq!(String::from_utf8_lossy(&cont.stdout), id(3) + "\n");
+    // Let the temporary folder be removed.
+    for p in [&unreadable, &subagents, &dir.join("c/projects/-q")] {
+        chmod(p, 0o755);
+    }
+}

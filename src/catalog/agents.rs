@@ -96,7 +96,11 @@ pub fn session_agents(session_path: &Path) -> Result<Vec<AgentInfo>> {
         .unwrap_or_default();
     let mut files = session_agent_files(dir, &sid)?;
     let listing = list_project(dir)?;
-    let mut beside = discover::top_level_agents_by_session(&listing)?;
+    let mut unreadable = Vec::new();
+    let mut beside = discover::top_level_agents_by_session(&listing, &mut unreadable);
+    if let Some(e) = unreadable.into_iter().next() {
+        return Err(e);
+    }
     files.extend(beside.remove(&sid.to_ascii_lowercase()).unwrap_or_default());
     let mut out = Vec::new();
     for f in &files {

@@ -59,8 +59,11 @@ pub fn run(cli: &Cli, a: &LsArgs, out: &mut impl Write) -> CliResult {
     };
     let store = super::store(cli);
     let mut cache = chainlog::FactsCache::new(&store);
-    let sessions = chainlog::list_sessions(&claude, &opts, &mut |p| cache.facts(p))?;
+    let mut skipped = Vec::new();
+    let sessions =
+        chainlog::list_sessions_skipping(&claude, &opts, &mut |p| cache.facts(p), &mut skipped)?;
     cache.flush()?;
+    super::report_skipped(&skipped);
     if cli.json {
         for f in &sessions {
             write_json(out, &f.to_listing_json())?;

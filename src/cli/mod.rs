@@ -248,6 +248,20 @@ pub fn report_problems(path: &std::path::Path, ans: &chainlog::Answer) {
     }
 }
 
+/// Prints the items a listing left out because they could not be read (the first few, then a
+/// count).
+pub fn report_skipped(skipped: &[chainlog::Error]) {
+    for e in skipped.iter().take(BAD_LINES_SHOWN) {
+        eprintln!("chainlog: warning: skipped (cannot be read): {e}");
+    }
+    if skipped.len() > BAD_LINES_SHOWN {
+        eprintln!(
+            "chainlog: warning: {} more unreadable items skipped",
+            skipped.len() - BAD_LINES_SHOWN
+        );
+    }
+}
+
 /// Writes `value` as one JSON line.
 pub fn write_json(out: &mut impl Write, value: &serde_json::Value) -> std::io::Result<()> {
     serde_json::to_writer(&mut *out, value)?;
