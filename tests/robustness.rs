@@ -343,3 +343,82 @@ fn unreadable_items_are_skipped_and_reported() {
         chmod(p, 0o755);
     }
 }
+
+/// Peak resident memory (KiB) of `chainlog args`, measured by `/usr/bin/time -f %M`.
+fn peak_rss_kib(args: &[&str]) -> (u64, Output) {
+    let out = std::process::Command::new("/usr/bin/time")
+        .args(["-f", "peak-rss-kib=%M", env!("CARGO_BIN_EXE_chainlog")])
+        .args(args)
+        .env("XDG_CACHE_HOME", env!("CARGO_TARGET_TMPDIR"))
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("/usr/bin/time (GNU time) measures peak memory");
+    let err = String::from_utf8_lossy(&out.stderr);
+    let kib = err
+        .lines()
+        .rev()
+        .find_map(|l| l.strip_prefix("peak-rss-kib="))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no peak RSS in: {err}"));
+    (kib, out)
+}
+
+const MEMORY_BOUND_KIB: u64 = 256 << 10;
+
+#[test]
+fn gen_memory_does_not_follow_bytes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("g.jsonl");
+    let (kib, o) = peak_rss_kib(&["gen", out.to_str().unwrap(), "--bytes", "300000000"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(std::fs::metadata(&out).unwrap().len() >= 300_000_000);
+    assert!(kib < MEMORY_BOUND_KIB, "gen of 300 MB peaked at {kib} KiB");
+}
+
+#[test]
+fn path_arguments_that_are_not_transcripts() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let index = dir.join("idx");
+    let passwd = dir.join("passwd");
+    std::fs::write(
+        &passwd,
+        "root:x:0:0:root:/root:/bin/bash\ndaemon:x:1:1::/:/bin/sh\n",
+    )
+    .unwrap();
+    let fifo = dir.join("fifo.jsonl");
+    assert!(
+        std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let resume = |arg: &std::path::Path| {
+        chainlog(&[
+            "--index-dir",
+            index.to_str().unwrap(),
+            "resume",
+            arg.to_str().unwrap(),
+        ])
+    };
+    let o = resume(&passwd);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("not a transcript"), "{err}");
+    assert!(
+        std::fs::read_dir(&index).map_or(true, |d| d.count() == 0),
+        "a sidecar was created for a file that is not a transcript"
+    );
+    for (arg, says) in [
+        (dir.join("missing.jsonl"), "no such transcript file"),
+        (dir.join("sub/missing.jsonl"), "no such transcript file"),
+        (dir.to_path_buf(), "a directory"),
+        (fifo.clone(), "not a regular file"),
+    ] {
+        let o = resume(&arg);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{}: {err}", arg.display());
+        assert!(err.contains(says), "{}: {err}", arg.display());
+    }
+}
