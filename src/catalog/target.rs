@@ -96,10 +96,11 @@ pub fn resolve_target(
         .unwrap_or_else(|| Error::NotFound(format!("no session, agent or title matches {arg:?}"))))
 }
 
-/// An argument the user meant as a file: it exists (a directory, a FIFO...) or is named like a
-/// transcript. Other path-like arguments are refused as ids (exit 2).
+/// An argument the user meant as a file: a path with a separator that exists (a directory, a
+/// FIFO...), or one named like a transcript. Other path-like arguments (`..`, `a/b`) are
+/// refused as ids (exit 2).
 fn looks_like_a_path(arg: &str) -> bool {
-    std::fs::symlink_metadata(arg).is_ok()
+    (arg.contains('/') && std::fs::symlink_metadata(arg).is_ok())
         || Path::new(arg)
             .extension()
             .is_some_and(|e| e.eq_ignore_ascii_case("jsonl"))
