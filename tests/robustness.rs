@@ -422,3 +422,76 @@ fn path_arguments_that_are_not_transcripts() {
         assert!(err.contains(says), "{}: {err}", arg.display());
     }
 }
+
+#[test]
+fn memory_does_not_follow_the_longest_line() {
+    use std::io::{Seek, SeekFrom, Write};
+    let tmp = tempfile::tempdir().unwrap();
+    let project = |name: &str| {
+        let p = tmp.path().join(name).join("projects/-p");
+        std::fs::create_dir_all(&p).unwrap();
+        p
+    };
+    // 1: a torn tail of 600 MB of NULs (sparse), never a line.
+    let torn = project("torn").join("aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa.jsonl");
+    let mut f = std::fs::File::create(&torn).unwrap();
+    f.write_all(chain(4, |_| None).as_bytes()).unwrap();
+    let len = f.metadata().unwrap().len();
+    f.set_len(len + (600 << 20)).unwrap();
+    // 2: a 100 MB message (parsed), then a 300 MB line of NULs (too long to hold: a bad line)
+    // and one more message after it, which must still be read.
+    let huge = project("huge").join("bbbbbbbb-bbbb-4bbb-8bbb-bbbbbbbbbbbb.jsonl");
+    let big = format!("\"{}\"", "x".repeat(100 << 20));
+    let text = chain(3, |i| (i == 2).then(|| big.clone()));
+    let (head, last) = text.trim_end().rsplit_once('\n').unwrap();
+    let mut f = std::fs::File::create(&huge).unwrap();
+    writeln!(f, "{head}").unwrap();
+    let at = f.stream_position().unwrap();
+    f.seek(SeekFrom::Start(at + (300 << 20))).unwrap();
+    writeln!(f).unwrap();
+    writeln!(f, "{last}").unwrap();
+    drop(f);
+    for (claude, path) in [("torn", &torn), ("huge", &huge)] {
+        let claude = tmp.path().join(claude);
+        let index = claude.join("idx");
+        let project = claude.join("projects/-p");
+        let (dir, idx, proj) = (
+            claude.to_str().unwrap(),
+            index.to_str().unwrap(),
+            project.to_str().unwrap(),
+        );
+        for args in [
+            &[
+                "--claude-dir",
+                dir,
+                "--index-dir",
+                idx,
+                "ls",
+                "--project",
+                proj,
+            ][..],
+            &["--claude-dir", dir, "--index-dir", idx, "index", proj],
+            &["--claude-dir", dir, "--index-dir", idx, "rebuild", proj],
+        ] {
+            let (kib, o) = peak_rss_kib(args);
+            let err = String::from_utf8_lossy(&o.stderr);
+            assert!(o.status.success(), "{args:?}: {err}");
+            assert!(kib < MEMORY_BOUND_KIB, "{args:?} peaked at {kib} KiB");
+        }
+        let o = chainlog(&[
+            "--index-dir",
+            idx,
+            "resume",
+            path.to_str().unwrap(),
+            "--format",
+            "uuids",
+        ]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(o.status.success(), "{err}");
+        let n = if claude.ends_with("torn") { 4 } else { 3 };
+        assert_eq!(String::from_utf8_lossy(&o.stdout), uuids(n), "{err}");
+        if n == 3 {
+            assert!(err.contains("skipped line: longer than 128 MiB"), "{err}");
+        }
+    }
+}

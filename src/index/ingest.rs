@@ -28,7 +28,7 @@ use super::schema::{
 use super::stored::StoredMeta;
 use crate::chain::{BadLine, MessageRow};
 use crate::error::{Error, Result};
-use crate::transcript::envelope::{Entry, Flags, Kind, parse_line};
+use crate::transcript::envelope::{Entry, Flags, Kind, parse_framed};
 use crate::transcript::frame::{FrameSummary, Framer};
 use crate::transcript::id::IdNames;
 
@@ -472,7 +472,7 @@ fn ingest_from(
             let mut names = IdNames::default();
             let mut chunk = Vec::with_capacity(PIPELINE_CHUNK);
             let summary = framer.frame_reader(&mut hashing, |line| {
-                let mut parsed = parse_line(line.bytes, &mut names);
+                let mut parsed = parse_framed(&line, &mut names);
                 let note = parsed.note_problem();
                 chunk.push((line.pos, parsed.entry, note));
                 if chunk.len() == PIPELINE_CHUNK {

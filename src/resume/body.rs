@@ -65,7 +65,7 @@ pub fn read_view(path: &Path, links: &[Link], names: &IdNames) -> Result<Vec<Vie
         .iter()
         .map(|link| {
             let raw = read_line(&file, path, link.pos)?;
-            let json = project(&raw, link, names).ok_or_else(|| Error::BadEntry {
+            let projected = project(&raw, link, names).ok_or_else(|| Error::BadEntry {
                 position: Position {
                     path: path.into(),
                     line: link.pos.line,
@@ -76,30 +76,42 @@ pub fn read_view(path: &Path, links: &[Link], names: &IdNames) -> Result<Vec<Vie
                     names.name(link.uuid)
                 ),
             })?;
+            // An entry handed over as written is not copied (a line can be 100 MB).
             Ok(ViewEntry {
                 link: link.clone(),
-                json,
+                json: match projected {
+                    Projected::AsWritten => raw,
+                    Projected::Rewritten(json) => json,
+                },
             })
         })
         .collect()
 }
 
-/// Checks the line is the expected message and applies the projections to it.
-fn project(raw: &[u8], link: &Link, names: &IdNames) -> Option<Vec<u8>> {
+/// What the projections make of a line.
+enum Projected {
+    /// Handed over byte for byte.
+    AsWritten,
+    /// Re-serialised.
+    Rewritten(Vec<u8>),
+}
+
+/// Checks the line is the expected message (`None` when it is not) and applies the
+/// projections to it.
+fn project(raw: &[u8], link: &Link, names: &IdNames) -> Option<Projected> {
     // Deep parts stay raw text (any depth, bounded stack): see `super::shallow`.
     if let Some(s) = super::shallow::parse(raw, true) {
-        return project_entry(s, raw, link, names);
+        return project_entry(s, link, names);
     }
     let fixed = crate::transcript::lossy::repair(raw)?;
-    project_entry(super::shallow::parse(&fixed, true)?, raw, link, names)
+    project_entry(super::shallow::parse(&fixed, true)?, link, names)
 }
 
 fn project_entry(
     mut s: super::shallow::Shallow<'_>,
-    raw: &[u8],
     link: &Link,
     names: &IdNames,
-) -> Option<Vec<u8>> {
+) -> Option<Projected> {
     let v = &mut s.value;
     let uuid = v.get("uuid")?.as_str()?;
     if Id::from_text(uuid) != link.uuid {
@@ -112,7 +124,7 @@ fn project_entry(
     // Old entry shapes are handed over in the current format (STYLE practice 7).
     let upgraded = crate::transcript::upgrade::upgrade(v);
     if on_disk == link.parent && !link.zero_usage && !upgraded {
-        return Some(raw.to_vec());
+        return Some(Projected::AsWritten);
     }
     let obj = v.as_object_mut()?;
     if on_disk != link.parent {
@@ -138,5 +150,5 @@ fn project_entry(
             }
         }
     }
-    s.to_vec()
+    s.to_vec().map(Projected::Rewritten)
 }

@@ -198,6 +198,8 @@ pub enum LineProblem {
     MissingUuid,
     /// NUL bytes (a preallocated or zero-filled region, typically after a crash).
     Nul,
+    /// Longer than [`super::frame::MAX_LINE`]: streamed past, not held or parsed.
+    TooLong,
     /// Not a problem that drops the line: the entry was kept, but some fields could not be
     /// read (treated as absent) or were given twice (the last one used).
     Fields(Vec<FieldNote>),
@@ -218,6 +220,11 @@ impl std::fmt::Display for LineProblem {
             LineProblem::MissingType => f.write_str("missing type"),
             LineProblem::MissingUuid => f.write_str("missing uuid"),
             LineProblem::Nul => f.write_str("nul bytes"),
+            LineProblem::TooLong => write!(
+                f,
+                "longer than {} MiB (not read, to bound memory)",
+                super::frame::MAX_LINE >> 20
+            ),
             LineProblem::Fields(notes) => {
                 for (i, n) in notes.iter().enumerate() {
                     write!(f, "{}{n}", if i == 0 { "" } else { "; " })?;
@@ -449,6 +456,18 @@ impl Nested for ContentProbe {
 pub fn hash64(text: &str) -> u64 {
     let h = blake3::hash(text.as_bytes());
     u64::from_le_bytes(h.as_bytes()[..8].try_into().expect("8 bytes"))
+}
+
+/// Parses one line handed out by the framer (a line too long to hold is a bad line).
+pub fn parse_framed(line: &super::frame::Line<'_>, names: &mut IdNames) -> ParsedLine {
+    if line.too_long {
+        return ParsedLine {
+            entry: Err(LineProblem::TooLong),
+            repaired: false,
+            notes: Vec::new(),
+        };
+    }
+    parse_line(line.bytes, names)
 }
 
 /// Parses one framed line. `names` collects the text of ids that are not canonical UUIDs.
