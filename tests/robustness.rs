@@ -495,3 +495,53 @@ fn memory_does_not_follow_the_longest_line() {
         }
     }
 }
+
+#[test]
+fn resume_racing_a_tail_truncation_answers() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    // Long lines make the window between resolving and reading wide.
+    let pad = format!("\"{}\"", "p".repeat(20_000));
+    let text = chain(120, |i| (i % 2 == 0).then(|| pad.clone()));
+    let c = case(&text);
+    let last = text.trim_end().rsplit_once('\n').unwrap().0.len() as u64 + 1;
+    let full = text.len() as u64;
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        // A tombstone writer: cut the last line off, put it back, again and again.
+        s.spawn(|| {
+            let tail = text.as_bytes()[usize::try_from(last).unwrap()..].to_vec();
+            while !stop.load(Ordering::Relaxed) {
+                let f = std::fs::OpenOptions::new()
+                    .write(true)
+                    .open(&c.path)
+                    .unwrap();
+                f.set_len(last).unwrap();
+                std::thread::sleep(std::time::Duration::from_micros(300));
+                std::os::unix::fs::FileExt::write_all_at(&f, &tail, last).unwrap();
+                assert_eq!(f.metadata().unwrap().len(), full);
+                std::thread::sleep(std::time::Duration::from_micros(300));
+            }
+        });
+        let p = c.path.to_str().unwrap();
+        let (whole, cut) = (uuids(120), uuids(119));
+        let mut failures = Vec::new();
+        for round in 0..60 {
+            let extra: &[&str] = if round % 3 == 0 { &["--no-index"] } else { &[] };
+            let mut args = vec!["resume", p, "--format", "uuids"];
+            args.extend_from_slice(extra);
+            let o = c.run(&args);
+            let out = String::from_utf8_lossy(&o.stdout);
+            let err = String::from_utf8_lossy(&o.stderr);
+            if !o.status.success() || (out != whole && out != cut) {
+                failures.push(format!("round {round}: {} {err}", o.status));
+            }
+        }
+        stop.store(true, Ordering::Relaxed);
+        assert!(
+            failures.is_empty(),
+            "{} of 60 failed:\n{}",
+            failures.len(),
+            failures.join("\n")
+        );
+    });
+}

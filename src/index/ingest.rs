@@ -186,11 +186,23 @@ pub fn catch_up(
     if stat.len > st.indexed_len {
         let before = st.indexed_len;
         let mut batch = Batch::default();
-        let (summary, hashed) = ingest_from(txn, &file, &mut st, stat.len, &mut batch)?;
+        // I/O errors below name the file (they are raised without it); a file that ends
+        // before its measured length was truncated meanwhile.
+        let named = |e: IngestError| match e {
+            IngestError::Io(Error::Io { source, .. })
+                if source.kind() == std::io::ErrorKind::UnexpectedEof =>
+            {
+                IngestError::Io(Error::Changed { path: path.into() })
+            }
+            IngestError::Io(Error::Io { source, .. }) => IngestError::Io(Error::io(path, source)),
+            e => e,
+        };
+        let (summary, hashed) =
+            ingest_from(txn, &file, &mut st, stat.len, &mut batch).map_err(named)?;
         report.bytes = summary.complete_len - before;
         report.lines = summary.lines;
         st.torn_tail = summary.torn_tail;
-        update_fingerprint(txn, &file, &mut st, &hashed, summary.complete_len)?;
+        update_fingerprint(txn, &file, &mut st, &hashed, summary.complete_len).map_err(named)?;
         st.indexed_len = summary.complete_len;
         st.lines += summary.lines;
         if batch.structural || !batch.new_rows.is_empty() {

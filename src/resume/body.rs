@@ -43,8 +43,25 @@ pub fn parse_value(bytes: &[u8]) -> Option<Value> {
 pub fn read_line(file: &File, path: &Path, pos: LinePos) -> Result<Vec<u8>> {
     let mut buf =
         vec![0; usize::try_from(pos.len).map_err(|_| Error::Changed { path: path.into() })?];
-    file.read_exact_at(&mut buf, pos.offset)
-        .map_err(|e| Error::io(path, e))?;
+    file.read_exact_at(&mut buf, pos.offset).map_err(|e| {
+        let position = Position {
+            path: path.into(),
+            line: pos.line,
+            byte_offset: pos.offset,
+        };
+        if e.kind() == std::io::ErrorKind::UnexpectedEof {
+            // The file is shorter than when it was resolved (a truncated tail).
+            Error::BadEntry {
+                position,
+                reason: "the file ends before this line; the file changed".into(),
+            }
+        } else {
+            Error::BadEntry {
+                position,
+                reason: format!("reading the line failed: {e}"),
+            }
+        }
+    })?;
     if buf.last() != Some(&b'\n') {
         return Err(Error::Changed { path: path.into() });
     }
