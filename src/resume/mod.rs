@@ -3,6 +3,7 @@
 
 pub mod body;
 pub mod interrupt;
+pub mod message;
 pub mod shallow;
 pub mod text;
 
