@@ -306,8 +306,11 @@ fn unreadable_items_are_skipped_and_reported() {
     let claude = dir.join("c");
     let project = claude.join("projects/-p");
     let (claude, project) = (claude.to_str().unwrap(), project.to_str().unwrap());
-    let ls = run_unprivileged(dir, &["--claude-dir", claude, "ls", "--project", project]);
-    let all = run_unprivileged(dir, &["--claude-dir", claude, "ls", "--all"]);
+    let ls = run_unprivileged(
+        dir,
+        &["--json", "--claude-dir", claude, "ls", "--project", project],
+    );
+    let all = run_unprivileged(dir, &["--json", "--claude-dir", claude, "ls", "--all"]);
     let cont = run_unprivileged(
         dir,
         &[
