@@ -53,8 +53,8 @@ pub use catalog::{
         session_agent_files,
     },
     facts::{ForeignSummary, ForkedFrom, PrLink, UNTITLED},
-    list::{FactsFn, Scope, list_scope, resolve_scope},
-    list_sessions,
+    list::{FactsFn, Scope, list_scope, list_scope_skipping, resolve_scope},
+    list_sessions, list_sessions_skipping,
     paths::{claude_dir, key_matches, project_key, projects_root},
     resolve_target, scan_session_facts, session_agents, session_facts,
 };

@@ -59,10 +59,28 @@ pub struct AgentMeta {
     pub status: Option<String>,
 }
 
-/// Reads a meta file; a missing or unreadable one is empty (it is optional).
+/// The largest `.meta.json` read (real ones are a few hundred bytes).
+const META_MAX: u64 = 1 << 20;
+
+/// Reads a meta file; a missing or unreadable one is empty (it is optional). Only a regular
+/// file of at most 1 MiB is read (a FIFO would block, a device or huge file would not end).
 pub fn read_meta(path: Option<&Path>) -> AgentMeta {
+    let read = |p: &Path| {
+        use std::io::Read;
+        let m = std::fs::metadata(p).ok()?;
+        if !m.is_file() || m.len() > META_MAX {
+            return None;
+        }
+        let mut buf = Vec::new();
+        std::fs::File::open(p)
+            .ok()?
+            .take(META_MAX)
+            .read_to_end(&mut buf)
+            .ok()?;
+        Some(buf)
+    };
     let Some(v) = path
-        .and_then(|p| std::fs::read(p).ok())
+        .and_then(read)
         .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
     else {
         return AgentMeta::default();
@@ -96,7 +114,11 @@ pub fn session_agents(session_path: &Path) -> Result<Vec<AgentInfo>> {
         .unwrap_or_default();
     let mut files = session_agent_files(dir, &sid)?;
     let listing = list_project(dir)?;
-    let mut beside = discover::top_level_agents_by_session(&listing)?;
+    let mut unreadable = Vec::new();
+    let mut beside = discover::top_level_agents_by_session(&listing, &mut unreadable);
+    if let Some(e) = unreadable.into_iter().next() {
+        return Err(e);
+    }
     files.extend(beside.remove(&sid.to_ascii_lowercase()).unwrap_or_default());
     let mut out = Vec::new();
     for f in &files {
@@ -191,6 +213,28 @@ pub fn agent_file_info(f: &AgentFile) -> Result<AgentInfo> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn meta_files_are_read_only_when_small_and_regular() {
+        let tmp = tempfile::tempdir().unwrap();
+        let fifo = tmp.path().join("agent-f.meta.json");
+        assert!(
+            std::process::Command::new("mkfifo")
+                .arg(&fifo)
+                .status()
+                .unwrap()
+                .success()
+        );
+        // Opening a FIFO for reading would block until a writer comes.
+        assert_eq!(read_meta(Some(&fifo)), AgentMeta::default());
+        let huge = tmp.path().join("agent-h.meta.json");
+        let f = std::fs::File::create(&huge).unwrap();
+        f.set_len(300 << 20).unwrap();
+        assert_eq!(read_meta(Some(&huge)), AgentMeta::default());
+        let ok = tmp.path().join("agent-o.meta.json");
+        std::fs::write(&ok, r#"{"agentType":"Explore"}"#).unwrap();
+        assert_eq!(read_meta(Some(&ok)).agent_type.as_deref(), Some("Explore"));
+    }
 
     #[test]
     fn meta_fields_of_both_kinds() {

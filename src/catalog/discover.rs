@@ -301,13 +301,21 @@ pub fn top_level_agent_session(path: &Path) -> Result<Option<String>> {
 }
 
 /// Groups top-level agent files of a project by the session they belong to.
+///
+/// A file that cannot be read is left out and its error pushed to `skipped`.
 pub fn top_level_agents_by_session(
     listing: &ProjectListing,
-) -> Result<HashMap<String, Vec<AgentFile>>> {
+    skipped: &mut Vec<Error>,
+) -> HashMap<String, Vec<AgentFile>> {
     let mut by_session: HashMap<String, Vec<AgentFile>> = HashMap::new();
     for path in &listing.agent_files {
-        let Some(sid) = top_level_agent_session(path)? else {
-            continue;
+        let sid = match top_level_agent_session(path) {
+            Ok(Some(sid)) => sid,
+            Ok(None) => continue,
+            Err(e) => {
+                skipped.push(e);
+                continue;
+            }
         };
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
         let Some(id) = agent_id_of_file(name) else {
@@ -323,7 +331,7 @@ pub fn top_level_agents_by_session(
                 meta_path: None,
             });
     }
-    Ok(by_session)
+    by_session
 }
 
 /// The inline sub-agents of a scanned session file (1.0.x): sidechain messages grouped by

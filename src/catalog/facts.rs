@@ -264,7 +264,7 @@ pub fn session_facts(path: &Path, t: &Transcript, res: &Resolution) -> Result<Se
             }),
         agents: inline,
         inline_agents: inline,
-        bad_lines: t.bad_lines.len() as u64,
+        bad_lines: t.bad_lines.iter().filter(|b| b.problem.skipped()).count() as u64,
         pr_link: pr_link(path, t, session)?,
         leaf_uuid: leaf.map(|id| t.names.name(id)),
         sidechain: all_sidechain,

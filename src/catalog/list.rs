@@ -137,14 +137,32 @@ fn as_project_dir(claude_dir: &Path, path: &Path) -> Option<ProjectDir> {
 }
 
 /// Lists the sessions of a scope with the facts callback, joined across files, filtered,
-/// sorted newest first and limited.
+/// sorted newest first and limited. Strict: the first item that cannot be read (a transcript,
+/// a project or `subagents/` folder) is the error; [`list_sessions_skipping`] lists the rest.
 pub fn list_sessions(
     claude_dir: &Path,
     opts: &ListOptions,
     facts: &mut FactsFn<'_>,
 ) -> Result<Vec<SessionFacts>> {
+    let mut skipped = Vec::new();
+    let out = list_sessions_skipping(claude_dir, opts, facts, &mut skipped)?;
+    match skipped.into_iter().next() {
+        Some(e) => Err(e),
+        None => Ok(out),
+    }
+}
+
+/// [`list_sessions`], but an item that cannot be read (a transcript, a top-level agent file,
+/// a project or `subagents/` folder) is left out and its error pushed to `skipped`, so one
+/// unreadable file does not hide the others (SPEC B5). Only the projects root itself is fatal.
+pub fn list_sessions_skipping(
+    claude_dir: &Path,
+    opts: &ListOptions,
+    facts: &mut FactsFn<'_>,
+    skipped: &mut Vec<Error>,
+) -> Result<Vec<SessionFacts>> {
     let scope = resolve_scope(claude_dir, opts.project.as_deref(), opts.all)?;
-    let mut out = list_scope(&scope, facts)?;
+    let mut out = list_scope_skipping(&scope, facts, skipped);
     let needle = opts.search.as_deref().map(str::to_lowercase);
     out.retain(|f| {
         let search_ok = needle.as_deref().is_none_or(|n| {
@@ -202,17 +220,38 @@ pub fn sort_sessions(sessions: &mut [SessionFacts], by: SortBy) {
     });
 }
 
-/// Every listed session of the scope, joined across files, unfiltered and unsorted.
+/// Every listed session of the scope, joined across files, unfiltered and unsorted. Strict:
+/// the first item that cannot be read is the error.
 pub fn list_scope(scope: &Scope, facts: &mut FactsFn<'_>) -> Result<Vec<SessionFacts>> {
+    let mut skipped = Vec::new();
+    let out = list_scope_skipping(scope, facts, &mut skipped);
+    match skipped.into_iter().next() {
+        Some(e) => Err(e),
+        None => Ok(out),
+    }
+}
+
+/// [`list_scope`], leaving out what cannot be read (errors pushed to `skipped`).
+pub fn list_scope_skipping(
+    scope: &Scope,
+    facts: &mut FactsFn<'_>,
+    skipped: &mut Vec<Error>,
+) -> Vec<SessionFacts> {
     let mut out = Vec::new();
     for dir in &scope.dirs {
-        let mut sessions = list_dir(&dir.path, facts)?;
+        let mut sessions = match list_dir(&dir.path, facts, skipped) {
+            Ok(s) => s,
+            Err(e) => {
+                skipped.push(e);
+                continue;
+            }
+        };
         if let Some(cwd) = &scope.cwd {
             sessions.retain(|f| f.cwd.as_deref().is_none_or(|c| same_dir(c, cwd)));
         }
         out.extend(sessions);
     }
-    Ok(out)
+    out
 }
 
 fn same_dir(a: &str, b: &str) -> bool {
@@ -227,8 +266,14 @@ fn same_dir(a: &str, b: &str) -> bool {
     t(a) == t(b)
 }
 
-/// The listed sessions of one project directory, joined across its files.
-pub fn list_dir(dir: &Path, facts: &mut FactsFn<'_>) -> Result<Vec<SessionFacts>> {
+/// The listed sessions of one project directory, joined across its files. A file or
+/// `subagents/` folder that cannot be read is left out (its error pushed to `skipped`); only a
+/// project directory that cannot be listed is an error.
+pub fn list_dir(
+    dir: &Path,
+    facts: &mut FactsFn<'_>,
+    skipped: &mut Vec<Error>,
+) -> Result<Vec<SessionFacts>> {
     let listing = list_project(dir)?;
     let mut all = Vec::with_capacity(listing.sessions.len());
     for path in &listing.sessions {
@@ -236,11 +281,11 @@ pub fn list_dir(dir: &Path, facts: &mut FactsFn<'_>) -> Result<Vec<SessionFacts>
             Ok(f) => all.push(f),
             // Deleted between the listing and the read (Claude Code's cleanup): not listed.
             Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(e),
+            Err(e) => skipped.push(e),
         }
     }
     join_summaries(&mut all);
-    let top_level = top_level_agents_by_session(&listing)?;
+    let top_level = top_level_agents_by_session(&listing, skipped);
     let mut sessions: Vec<SessionFacts> = all.into_iter().filter(SessionFacts::is_listed).collect();
     for f in &mut sessions {
         let files = match listing
@@ -248,7 +293,13 @@ pub fn list_dir(dir: &Path, facts: &mut FactsFn<'_>) -> Result<Vec<SessionFacts>
             .iter()
             .find(|d| d.eq_ignore_ascii_case(&f.session_id))
         {
-            Some(sid_dir) => session_agent_files(dir, sid_dir)?.len() as u64,
+            Some(sid_dir) => match session_agent_files(dir, sid_dir) {
+                Ok(files) => files.len() as u64,
+                Err(e) => {
+                    skipped.push(e);
+                    0
+                }
+            },
             None => 0,
         };
         let beside = top_level

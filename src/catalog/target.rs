@@ -74,6 +74,7 @@ pub fn resolve_target(
         check_id(arg)?;
     }
     if Path::new(arg).is_file() {
+        check_transcript(Path::new(arg))?;
         return Ok(Target::File(PathBuf::from(arg)));
     }
     let id_problem = check_id(arg).err();
@@ -94,8 +95,64 @@ pub fn resolve_target(
             return Ok(t);
         }
     }
+    if id_problem.is_some() && looks_like_a_path(arg) {
+        return Err(Error::NotFound(not_a_file(arg)));
+    }
     Err(id_problem
         .unwrap_or_else(|| Error::NotFound(format!("no session, agent or title matches {arg:?}"))))
+}
+
+/// An argument the user meant as a file: a path with a separator that exists (a directory, a
+/// FIFO...), or one named like a transcript. Other path-like arguments (`..`, `a/b`) are
+/// refused as ids (exit 2).
+fn looks_like_a_path(arg: &str) -> bool {
+    (arg.contains('/') && std::fs::symlink_metadata(arg).is_ok())
+        || Path::new(arg)
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("jsonl"))
+}
+
+fn not_a_file(arg: &str) -> String {
+    match std::fs::metadata(arg) {
+        Ok(m) if m.is_dir() => format!("{arg}: not a transcript file (a directory)"),
+        Ok(_) => format!("{arg}: not a transcript file (not a regular file)"),
+        Err(_) => format!("{arg}: no such transcript file"),
+    }
+}
+
+/// How far [`check_transcript`] looks for a line that is a JSON object.
+const SNIFF: u64 = 64 << 10;
+
+/// Refuses a file given by path that is not a transcript (`resume /etc/passwd`) before any
+/// index is made for it: within its first 64 KiB some line must start with `{` (an empty
+/// file passes; a file starting with a longer run of damage must be named by session id).
+pub fn check_transcript(path: &Path) -> Result<()> {
+    use std::io::Read;
+    let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+    let mut head = Vec::new();
+    file.take(SNIFF)
+        .read_to_end(&mut head)
+        .map_err(|e| Error::io(path, e))?;
+    let head = head.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&head);
+    let object_line = head.split(|&b| b == b'\n').any(|line| {
+        line.iter()
+            .find(|b| !b.is_ascii_whitespace())
+            .is_some_and(|&b| b == b'{')
+    });
+    if head.iter().all(u8::is_ascii_whitespace) || object_line {
+        return Ok(());
+    }
+    Err(Error::BadEntry {
+        position: crate::error::Position {
+            path: path.to_path_buf(),
+            line: 1,
+            byte_offset: 0,
+        },
+        reason: format!(
+            "not a transcript: no line in the first {} KiB is a JSON object; nothing was indexed",
+            SNIFF >> 10
+        ),
+    })
 }
 
 /// The given project; or the current directory's project, then every project.

@@ -10,8 +10,8 @@ use std::fs::File;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
-use crate::transcript::envelope::{Entry, Kind, LineProblem, MessageHead, parse_line};
-use crate::transcript::frame::{FrameSummary, Framer, LinePos};
+use crate::transcript::envelope::{Entry, Kind, LineProblem, MessageHead, parse_framed};
+use crate::transcript::frame::{FrameSummary, Framer, Line, LinePos};
 use crate::transcript::id::{Id, IdNames};
 use crate::transcript::metadata::Metadata;
 
@@ -44,7 +44,8 @@ pub struct Transcript {
     pub progress: HashMap<Id, Option<Id>>,
     /// Merged metadata.
     pub metadata: Metadata,
-    /// Lines skipped, with the reason.
+    /// Lines skipped, with the reason, and kept lines with fields that could not be read
+    /// ([`LineProblem::Fields`]).
     pub bad_lines: Vec<BadLine>,
     /// Lines that parsed only after a lossy repair (lone surrogate escapes, invalid UTF-8).
     pub repaired: Vec<LinePos>,
@@ -69,14 +70,14 @@ impl Transcript {
     /// Scans transcript bytes from a reader.
     pub fn scan_reader<R: Read>(reader: R) -> io::Result<Transcript> {
         let mut t = Transcript::default();
-        t.frame = Framer::new().frame_reader(reader, |line| t.push(line.pos, line.bytes))?;
+        t.frame = Framer::new().frame_reader(reader, |line| t.push(&line))?;
         Ok(t)
     }
 
     /// Scans transcript bytes held in memory.
     pub fn scan_bytes(bytes: &[u8]) -> Transcript {
         let mut t = Transcript::default();
-        t.frame = Framer::new().frame_slice(bytes, |line| t.push(line.pos, line.bytes));
+        t.frame = Framer::new().frame_slice(bytes, |line| t.push(&line));
         t
     }
 
@@ -86,10 +87,14 @@ impl Transcript {
     }
 
     /// Adds one framed line (in file order).
-    fn push(&mut self, pos: LinePos, bytes: &[u8]) {
-        let parsed = parse_line(bytes, &mut self.names);
+    fn push(&mut self, line: &Line<'_>) {
+        let pos = line.pos;
+        let mut parsed = parse_framed(line, &mut self.names);
         if parsed.repaired {
             self.repaired.push(pos);
+        }
+        if let Some(problem) = parsed.note_problem() {
+            self.bad_lines.push(BadLine { pos, problem });
         }
         match parsed.entry {
             Err(problem) => self.bad_lines.push(BadLine { pos, problem }),

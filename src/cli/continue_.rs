@@ -32,8 +32,11 @@ pub fn run(cli: &Cli, a: &ContinueArgs, out: &mut impl Write) -> CliResult {
     };
     let store = super::store(cli);
     let mut cache = chainlog::FactsCache::new(&store);
-    let sessions = chainlog::list_sessions(&claude, &opts, &mut |p| cache.facts(p))?;
+    let mut skipped = Vec::new();
+    let sessions =
+        chainlog::list_sessions_skipping(&claude, &opts, &mut |p| cache.facts(p), &mut skipped)?;
     cache.flush()?;
+    super::report_skipped(&skipped);
     let Some(newest) = sessions.iter().find(|f| f.leaf_uuid.is_some()) else {
         let project = a
             .project

@@ -78,8 +78,11 @@ pub fn run(cli: &Cli, a: &LsArgs, out: &mut impl Write) -> CliResult {
         opts.search_hits = Some(chainlog::matching_sessions(&store, &claude, text, &scope)?);
     }
     let mut cache = chainlog::FactsCache::new(&store);
-    let mut sessions = chainlog::list_sessions(&claude, &opts, &mut |p| cache.facts(p))?;
+    let mut skipped = Vec::new();
+    let mut sessions =
+        chainlog::list_sessions_skipping(&claude, &opts, &mut |p| cache.facts(p), &mut skipped)?;
     cache.flush()?;
+    super::report_skipped(&skipped);
     if !a.include_empty {
         sessions.retain(|f| f.message_count > 0);
     }

@@ -169,20 +169,33 @@ impl From<std::io::Error> for CliError {
 
 pub type CliResult = Result<ExitCode, CliError>;
 
+/// Above this size `gen` compacts the session every [`GEN_COMPACT_EVERY`] bytes, so the
+/// resume view the generator tracks (its memory) stays bounded however large `--bytes` is.
+const GEN_STREAM_ABOVE: u64 = 64 << 20;
+/// See [`GEN_STREAM_ABOVE`].
+const GEN_COMPACT_EVERY: u64 = 32 << 20;
+
 fn gen_cmd(a: &GenArgs) -> CliResult {
-    use chainlog::generate::{GenOptions, generate};
-    let opts = if a.everything {
+    use chainlog::generate::{GenOptions, generate_to};
+    let mut opts = if a.everything {
         GenOptions::everything(a.seed, a.bytes)
     } else {
         GenOptions::plain(a.seed, a.bytes)
     };
-    let s = generate(&opts);
-    std::fs::write(&a.out, &s.main).map_err(|e| chainlog::Error::io(&a.out, e))?;
+    if a.bytes > GEN_STREAM_ABOVE && opts.compact_every_bytes.is_none() {
+        opts.compact_every_bytes = Some(GEN_COMPACT_EVERY);
+    }
+    // Streamed to the file: memory does not follow `--bytes`.
+    let io = |e| chainlog::Error::io(&a.out, e);
+    let file = std::fs::File::create(&a.out).map_err(io)?;
+    let mut w = std::io::BufWriter::new(file);
+    let expected = generate_to(&opts, &mut w).map_err(io)?;
+    let file = w.into_inner().map_err(|e| io(e.into_error()))?;
+    let len = file.metadata().map_err(io)?.len();
     eprintln!(
-        "wrote {} ({} bytes, session {})",
+        "wrote {} ({len} bytes, {} messages on the resume view)",
         a.out.display(),
-        s.main.len(),
-        s.session_id
+        expected.resume_uuids.len()
     );
     Ok(ExitCode::SUCCESS)
 }
@@ -245,21 +258,57 @@ pub fn answer(
     Ok(ans)
 }
 
-/// Prints skipped lines and a torn tail on stderr, with their position.
+/// Bad lines reported one by one; the rest are counted (a file can hold millions).
+const BAD_LINES_SHOWN: usize = 10;
+
+/// Prints skipped lines (the first few, then a count), kept lines with unreadable fields and a
+/// torn tail on stderr, with their position.
 pub fn report_problems(path: &std::path::Path, ans: &chainlog::Answer) {
-    for b in &ans.bad_lines {
+    for b in ans.bad_lines.iter().take(BAD_LINES_SHOWN) {
         eprintln!(
-            "chainlog: warning: {}:{} (byte {}): skipped line: {}",
+            "chainlog: warning: {}:{} (byte {}): {} line: {}",
             path.display(),
             b.pos.line,
             b.pos.offset,
+            if b.problem.skipped() {
+                "skipped"
+            } else {
+                "kept"
+            },
             b.problem
+        );
+    }
+    if let Some(rest) = ans
+        .bad_lines
+        .get(BAD_LINES_SHOWN..)
+        .filter(|r| !r.is_empty())
+    {
+        let skipped = rest.iter().filter(|b| b.problem.skipped()).count();
+        eprintln!(
+            "chainlog: warning: {}: {} more lines with problems not shown ({skipped} skipped, {} kept with unreadable fields)",
+            path.display(),
+            rest.len(),
+            rest.len() - skipped
         );
     }
     if let Some((off, len)) = ans.torn_tail {
         eprintln!(
             "chainlog: note: {}: unterminated last line at byte {off} ({len} bytes) not read yet",
             path.display()
+        );
+    }
+}
+
+/// Prints the items a listing left out because they could not be read (the first few, then a
+/// count).
+pub fn report_skipped(skipped: &[chainlog::Error]) {
+    for e in skipped.iter().take(BAD_LINES_SHOWN) {
+        eprintln!("chainlog: warning: skipped (cannot be read): {e}");
+    }
+    if skipped.len() > BAD_LINES_SHOWN {
+        eprintln!(
+            "chainlog: warning: {} more unreadable items skipped",
+            skipped.len() - BAD_LINES_SHOWN
         );
     }
 }

@@ -89,6 +89,41 @@ pub fn run(cli: &Cli, a: &ResumeArgs, out: &mut impl Write) -> CliResult {
     emit(cli, target.path(), &a.view, out)
 }
 
+/// How often `resume` resolves again when the file changed while it was read.
+const RACE_RETRIES: u32 = 5;
+
+/// An error that means the transcript changed under the read (worth resolving again).
+fn changed_under_us(e: &Error) -> bool {
+    match e {
+        Error::Changed { .. } | Error::BadEntry { .. } => true,
+        Error::Io { source, .. } => source.kind() == std::io::ErrorKind::UnexpectedEof,
+        _ => false,
+    }
+}
+
+/// Resolves the chain and reads its lines (cut at `--at`).
+fn resolve_and_read(
+    cli: &Cli,
+    path: &Path,
+    opts: &ResolveOptions,
+    a: &ViewArgs,
+) -> Result<(chainlog::Answer, Vec<chainlog::ViewEntry>), Error> {
+    let ans = answer(cli, path, *opts, a.no_index)?;
+    let mut chain = ans.resolution.chain.clone();
+    if let Some(at) = &a.at {
+        let id = Id::from_text(at);
+        let Some(cut) = chain.iter().position(|l| l.uuid == id) else {
+            return Err(Error::NotFound(format!(
+                "{}: message {at} is not on the chosen chain",
+                path.display()
+            )));
+        };
+        chain.truncate(cut + 1);
+    }
+    let view = read_view(path, &chain, &ans.names)?;
+    Ok((ans, view))
+}
+
 /// Prints the chain of the transcript at `path` as `a` asks.
 pub fn emit(cli: &Cli, path: &Path, a: &ViewArgs, out: &mut impl Write) -> CliResult {
     a.check()?;
@@ -97,22 +132,20 @@ pub fn emit(cli: &Cli, path: &Path, a: &ViewArgs, out: &mut impl Write) -> CliRe
         view: if a.full { View::Full } else { View::Resume },
         list_leaves: false,
     };
-    let ans = answer(cli, path, opts, a.no_index)?;
+    // The file can change between resolving and reading (a tombstone truncates the tail):
+    // resolve again from the new state, a few times.
+    let mut tries = 0;
+    let (ans, view) = loop {
+        match resolve_and_read(cli, path, &opts, a) {
+            Err(e) if tries < RACE_RETRIES && changed_under_us(&e) => {
+                tries += 1;
+                eprintln!("chainlog: note: {e}; resolving again");
+            }
+            r => break r?,
+        }
+    };
     report_problems(path, &ans);
     let res = &ans.resolution;
-    let mut chain = res.chain.clone();
-    if let Some(at) = &a.at {
-        let id = Id::from_text(at);
-        let Some(cut) = chain.iter().position(|l| l.uuid == id) else {
-            return Err(Error::NotFound(format!(
-                "{}: message {at} is not on the chosen chain",
-                path.display()
-            ))
-            .into());
-        };
-        chain.truncate(cut + 1);
-    }
-    let view = read_view(path, &chain, &ans.names)?;
     for e in &view {
         match a.format {
             Format::Uuids => writeln!(out, "{}", ans.names.name(e.link.uuid))?,

@@ -28,7 +28,7 @@ use super::schema::{
 use super::stored::StoredMeta;
 use crate::chain::{BadLine, MessageRow};
 use crate::error::{Error, Result};
-use crate::transcript::envelope::{Entry, Flags, Kind, parse_line};
+use crate::transcript::envelope::{Entry, Flags, Kind, parse_framed};
 use crate::transcript::frame::{FrameSummary, Framer};
 use crate::transcript::id::{Id, IdNames};
 
@@ -188,11 +188,23 @@ pub fn catch_up(
     if stat.len > st.indexed_len {
         let before = st.indexed_len;
         let mut batch = Batch::default();
-        let (summary, hashed) = ingest_from(txn, &file, &mut st, stat.len, &mut batch)?;
+        // I/O errors below name the file (they are raised without it); a file that ends
+        // before its measured length was truncated meanwhile.
+        let named = |e: IngestError| match e {
+            IngestError::Io(Error::Io { source, .. })
+                if source.kind() == std::io::ErrorKind::UnexpectedEof =>
+            {
+                IngestError::Io(Error::Changed { path: path.into() })
+            }
+            IngestError::Io(Error::Io { source, .. }) => IngestError::Io(Error::io(path, source)),
+            e => e,
+        };
+        let (summary, hashed) =
+            ingest_from(txn, &file, &mut st, stat.len, &mut batch).map_err(named)?;
         report.bytes = summary.complete_len - before;
         report.lines = summary.lines;
         st.torn_tail = summary.torn_tail;
-        update_fingerprint(txn, &file, &mut st, &hashed, summary.complete_len)?;
+        update_fingerprint(txn, &file, &mut st, &hashed, summary.complete_len).map_err(named)?;
         st.indexed_len = summary.complete_len;
         st.lines += summary.lines;
         if batch.structural || !batch.new_rows.is_empty() {
@@ -309,6 +321,8 @@ const PIPELINE_DEPTH: usize = 8;
 type Parsed = (
     crate::transcript::frame::LinePos,
     Result<Entry, crate::transcript::envelope::LineProblem>,
+    // Fields of a kept entry that could not be read (`LineProblem::Fields`).
+    Option<crate::transcript::envelope::LineProblem>,
 );
 
 /// Fingerprints of complete chunks: `(chunk no., blake3/16)`.
@@ -513,7 +527,9 @@ fn ingest_from(
             let mut names = IdNames::default();
             let mut chunk = Vec::with_capacity(PIPELINE_CHUNK);
             let summary = framer.frame_reader(&mut hashing, |line| {
-                chunk.push((line.pos, parse_line(line.bytes, &mut names).entry));
+                let mut parsed = parse_framed(&line, &mut names);
+                let note = parsed.note_problem();
+                chunk.push((line.pos, parsed.entry, note));
                 if chunk.len() == PIPELINE_CHUNK {
                     let _ = tx.send(std::mem::replace(
                         &mut chunk,
@@ -533,8 +549,18 @@ fn ingest_from(
             if failure.is_some() {
                 continue;
             }
-            for (pos, entry) in chunk {
-                if let Err(e) = tables.store(st, batch, entry, pos) {
+            for (pos, entry, note) in chunk {
+                let noted = note.map_or(Ok(()), |problem| {
+                    tables
+                        .bad
+                        .insert(
+                            (tables.f, pos.line),
+                            encode(&BadLine { pos, problem }).as_slice(),
+                        )
+                        .map(|_| ())
+                        .map_err(redb::Error::from)
+                });
+                if let Err(e) = noted.and_then(|()| tables.store(st, batch, entry, pos)) {
                     failure = Some(e);
                     break;
                 }

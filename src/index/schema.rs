@@ -29,7 +29,9 @@ use redb::TableDefinition;
 /// History:
 /// - 1: first layout.
 /// - 2: `forward` table (ids named before they arrive: an append that brings one re-derives).
-pub const INDEX_SCHEMA_VERSION: u32 = 2;
+/// - 3: lines with unreadable field types are kept (envelope read tolerantly) and noted in
+///   `bad_lines` as `LineProblem::Fields`.
+pub const INDEX_SCHEMA_VERSION: u32 = 3;
 
 /// The lowest and highest 16-byte ids, for range scans over one file's rows.
 pub const ID_FIRST: [u8; 16] = [0; 16];

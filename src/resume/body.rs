@@ -32,19 +32,36 @@ impl ViewEntry {
     }
 }
 
-/// Parses a line as JSON, repairing lone surrogates and invalid UTF-8 if needed.
+/// Parses a line as JSON, repairing lone surrogates and invalid UTF-8 if needed. Parts nested
+/// deeper than [`super::shallow::DEPTH`] levels read as `null` (bounded stack, any depth).
 pub fn parse_value(bytes: &[u8]) -> Option<Value> {
-    serde_json::from_slice(bytes).ok().or_else(|| {
-        crate::transcript::lossy::repair(bytes).and_then(|b| serde_json::from_slice(&b).ok())
-    })
+    let value = |b: &[u8]| super::shallow::parse(b, false).map(|s| s.value);
+    value(bytes).or_else(|| crate::transcript::lossy::repair(bytes).and_then(|b| value(&b)))
 }
 
 /// Reads one line at `pos`, without its terminator.
 pub fn read_line(file: &File, path: &Path, pos: LinePos) -> Result<Vec<u8>> {
     let mut buf =
         vec![0; usize::try_from(pos.len).map_err(|_| Error::Changed { path: path.into() })?];
-    file.read_exact_at(&mut buf, pos.offset)
-        .map_err(|e| Error::io(path, e))?;
+    file.read_exact_at(&mut buf, pos.offset).map_err(|e| {
+        let position = Position {
+            path: path.into(),
+            line: pos.line,
+            byte_offset: pos.offset,
+        };
+        if e.kind() == std::io::ErrorKind::UnexpectedEof {
+            // The file is shorter than when it was resolved (a truncated tail).
+            Error::BadEntry {
+                position,
+                reason: "the file ends before this line; the file changed".into(),
+            }
+        } else {
+            Error::BadEntry {
+                position,
+                reason: format!("reading the line failed: {e}"),
+            }
+        }
+    })?;
     if buf.last() != Some(&b'\n') {
         return Err(Error::Changed { path: path.into() });
     }
@@ -65,7 +82,7 @@ pub fn read_view(path: &Path, links: &[Link], names: &IdNames) -> Result<Vec<Vie
         .iter()
         .map(|link| {
             let raw = read_line(&file, path, link.pos)?;
-            let json = project(&raw, link, names).ok_or_else(|| Error::BadEntry {
+            let projected = project(&raw, link, names).ok_or_else(|| Error::BadEntry {
                 position: Position {
                     path: path.into(),
                     line: link.pos.line,
@@ -76,17 +93,43 @@ pub fn read_view(path: &Path, links: &[Link], names: &IdNames) -> Result<Vec<Vie
                     names.name(link.uuid)
                 ),
             })?;
+            // An entry handed over as written is not copied (a line can be 100 MB).
             Ok(ViewEntry {
                 link: link.clone(),
-                json,
+                json: match projected {
+                    Projected::AsWritten => raw,
+                    Projected::Rewritten(json) => json,
+                },
             })
         })
         .collect()
 }
 
-/// Checks the line is the expected message and applies the projections to it.
-fn project(raw: &[u8], link: &Link, names: &IdNames) -> Option<Vec<u8>> {
-    let mut v = parse_value(raw)?;
+/// What the projections make of a line.
+enum Projected {
+    /// Handed over byte for byte.
+    AsWritten,
+    /// Re-serialised.
+    Rewritten(Vec<u8>),
+}
+
+/// Checks the line is the expected message (`None` when it is not) and applies the
+/// projections to it.
+fn project(raw: &[u8], link: &Link, names: &IdNames) -> Option<Projected> {
+    // Deep parts stay raw text (any depth, bounded stack): see `super::shallow`.
+    if let Some(s) = super::shallow::parse(raw, true) {
+        return project_entry(s, link, names);
+    }
+    let fixed = crate::transcript::lossy::repair(raw)?;
+    project_entry(super::shallow::parse(&fixed, true)?, link, names)
+}
+
+fn project_entry(
+    mut s: super::shallow::Shallow<'_>,
+    link: &Link,
+    names: &IdNames,
+) -> Option<Projected> {
+    let v = &mut s.value;
     let uuid = v.get("uuid")?.as_str()?;
     if Id::from_text(uuid) != link.uuid {
         return None;
@@ -96,9 +139,9 @@ fn project(raw: &[u8], link: &Link, names: &IdNames) -> Option<Vec<u8>> {
         .and_then(Value::as_str)
         .map(Id::from_text);
     // Old entry shapes are handed over in the current format (STYLE practice 7).
-    let upgraded = crate::transcript::upgrade::upgrade(&mut v);
+    let upgraded = crate::transcript::upgrade::upgrade(v);
     if on_disk == link.parent && !link.zero_usage && !upgraded {
-        return Some(raw.to_vec());
+        return Some(Projected::AsWritten);
     }
     let obj = v.as_object_mut()?;
     if on_disk != link.parent {
@@ -124,5 +167,5 @@ fn project(raw: &[u8], link: &Link, names: &IdNames) -> Option<Vec<u8>> {
             }
         }
     }
-    serde_json::to_vec(&v).ok()
+    s.to_vec().map(Projected::Rewritten)
 }

@@ -4,6 +4,7 @@
 pub mod body;
 pub mod interrupt;
 pub mod message;
+pub mod shallow;
 pub mod text;
 
 pub use body::{ViewEntry, read_view};

@@ -1,4 +1,8 @@
 //! A readable rendering of a view for people (`--format text`).
+//!
+//! Transcript content is untrusted: control characters other than `\n` and `\t` (terminal
+//! escape sequences such as `ESC]0;` retitling or `ESC[2J` clearing the terminal, `\r`, C1
+//! controls) are written as visible `\u{..}` escapes, never raw.
 
 use std::fmt::Write as _;
 
@@ -26,7 +30,7 @@ pub fn render(entry: &ViewEntry) -> String {
         ),
         t => t.to_owned(),
     };
-    let mut out = format!("── {who} {ts}");
+    let mut out = format!("── {} {}", printable(&who), printable(ts));
     if v.get("isSidechain").and_then(Value::as_bool) == Some(true) {
         out.push_str(" [sidechain]");
     }
@@ -58,7 +62,7 @@ fn render_block(out: &mut String, b: &Value) {
         Some("tool_use") => {
             let name = b.get("name").and_then(Value::as_str).unwrap_or("?");
             let input = b.get("input").map(Value::to_string).unwrap_or_default();
-            push_text(out, &format!("→ {name} "), &input);
+            push_text(out, &format!("→ {} ", printable(name)), &input);
         }
         Some("tool_result") => {
             let content = match b.get("content") {
@@ -73,7 +77,7 @@ fn render_block(out: &mut String, b: &Value) {
             push_text(out, "← ", &content);
         }
         Some(other) => {
-            let _ = writeln!(out, "  [{other}]");
+            let _ = writeln!(out, "  [{}]", printable(other));
         }
         None => {}
     }
@@ -85,6 +89,42 @@ fn push_text(out: &mut String, prefix: &str, text: &str) {
         shown.push('…');
     }
     for (i, line) in shown.lines().enumerate() {
-        let _ = writeln!(out, "  {}{line}", if i == 0 { prefix } else { "" });
+        let _ = writeln!(
+            out,
+            "  {}{}",
+            if i == 0 { prefix } else { "" },
+            printable(line)
+        );
+    }
+}
+
+/// `text` with every control character but `\n` and `\t` written as a visible escape.
+pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
+    let unsafe_char = |c: char| c.is_control() && c != '\n' && c != '\t';
+    if !text.contains(unsafe_char) {
+        return text.into();
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if unsafe_char(c) {
+            let _ = write!(out, "\\u{{{:x}}}", u32::from(c));
+        } else {
+            out.push(c);
+        }
+    }
+    out.into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::printable;
+
+    #[test]
+    fn terminal_escapes_are_made_visible() {
+        assert_eq!(printable("a\tb\nc"), "a\tb\nc");
+        assert_eq!(
+            printable("\u{1b}]0;owned\u{7}\u{1b}[2J\r\u{9b}x"),
+            "\\u{1b}]0;owned\\u{7}\\u{1b}[2J\\u{d}\\u{9b}x"
+        );
     }
 }

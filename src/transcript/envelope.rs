@@ -11,10 +11,11 @@
 
 use std::borrow::Cow;
 
-use serde::Deserialize;
-use serde::de::{self, IgnoredAny, SeqAccess, Visitor};
+use serde::de::{self, IgnoredAny, SeqAccess};
 
 use super::id::{Id, IdNames};
+pub use super::loose::FieldNote;
+use super::loose::{Fields, Loose, Shape};
 use super::time::parse_millis;
 
 /// What kind of message a line is (the tree participants plus legacy progress).
@@ -197,6 +198,18 @@ pub enum LineProblem {
     MissingUuid,
     /// NUL bytes (a preallocated or zero-filled region, typically after a crash).
     Nul,
+    /// Longer than [`super::frame::MAX_LINE`]: streamed past, not held or parsed.
+    TooLong,
+    /// Not a problem that drops the line: the entry was kept, but some fields could not be
+    /// read (treated as absent) or were given twice (the last one used).
+    Fields(Vec<FieldNote>),
+}
+
+impl LineProblem {
+    /// Whether the line was skipped (every problem but [`LineProblem::Fields`]).
+    pub fn skipped(&self) -> bool {
+        !matches!(self, LineProblem::Fields(_))
+    }
 }
 
 impl std::fmt::Display for LineProblem {
@@ -207,6 +220,17 @@ impl std::fmt::Display for LineProblem {
             LineProblem::MissingType => f.write_str("missing type"),
             LineProblem::MissingUuid => f.write_str("missing uuid"),
             LineProblem::Nul => f.write_str("nul bytes"),
+            LineProblem::TooLong => write!(
+                f,
+                "longer than {} MiB (not read, to bound memory)",
+                super::frame::MAX_LINE >> 20
+            ),
+            LineProblem::Fields(notes) => {
+                for (i, n) in notes.iter().enumerate() {
+                    write!(f, "{}{n}", if i == 0 { "" } else { "; " })?;
+                }
+                Ok(())
+            }
         }
     }
 }
@@ -218,99 +242,155 @@ pub struct ParsedLine {
     pub entry: Result<Entry, LineProblem>,
     /// True when the line only parsed after a lossy repair (lone surrogate, invalid UTF-8).
     pub repaired: bool,
+    /// Fields of the kept entry that could not be read or were duplicated.
+    pub notes: Vec<FieldNote>,
 }
 
-#[derive(Deserialize)]
-struct RawEnvelope<'a> {
-    #[serde(rename = "type", borrow)]
-    ty: Option<Cow<'a, str>>,
-    #[serde(borrow)]
-    subtype: Option<Cow<'a, str>>,
-    #[serde(borrow)]
-    uuid: Option<Cow<'a, str>>,
-    #[serde(rename = "parentUuid", borrow)]
-    parent_uuid: Option<Cow<'a, str>>,
-    #[serde(rename = "logicalParentUuid", borrow)]
-    logical_parent_uuid: Option<Cow<'a, str>>,
-    #[serde(rename = "isSidechain")]
-    is_sidechain: Option<bool>,
-    #[serde(rename = "isMeta")]
-    is_meta: Option<bool>,
-    #[serde(rename = "isCompactSummary")]
-    is_compact_summary: Option<bool>,
-    #[serde(rename = "isApiErrorMessage")]
-    is_api_error: Option<bool>,
-    #[serde(rename = "isVisibleInTranscriptOnly")]
-    is_visible_only: Option<bool>,
-    #[serde(rename = "isVirtual")]
-    is_virtual: Option<bool>,
-    #[serde(rename = "sessionId", borrow)]
-    session_id: Option<Cow<'a, str>>,
-    #[serde(rename = "agentId", borrow)]
-    agent_id: Option<Cow<'a, str>>,
-    #[serde(borrow)]
-    timestamp: Option<Cow<'a, str>>,
-    #[serde(rename = "sourceToolAssistantUUID", borrow)]
-    source_tool_assistant: Option<Cow<'a, str>>,
-    #[serde(borrow)]
-    message: Option<RawMessage<'a>>,
-    #[serde(rename = "compactMetadata", borrow)]
-    compact_metadata: Option<RawCompact<'a>>,
-    #[serde(rename = "snipMetadata", borrow)]
-    snip_metadata: Option<RawSnip<'a>>,
-    #[serde(rename = "leafUuid", borrow)]
-    leaf_uuid: Option<Cow<'a, str>>,
-    #[serde(rename = "messageId", borrow)]
-    message_id: Option<Cow<'a, str>>,
-    #[serde(rename = "customTitle", borrow)]
-    custom_title: Option<Cow<'a, str>>,
-    #[serde(rename = "aiTitle", borrow)]
-    ai_title: Option<Cow<'a, str>>,
-    #[serde(rename = "lastPrompt", borrow)]
-    last_prompt: Option<Cow<'a, str>>,
-    #[serde(borrow)]
-    tag: Option<Cow<'a, str>>,
-    #[serde(borrow)]
-    summary: Option<Cow<'a, str>>,
-    #[serde(rename = "agentName", borrow)]
-    agent_name: Option<Cow<'a, str>>,
-    #[serde(borrow)]
-    mode: Option<Cow<'a, str>>,
-    #[serde(rename = "permissionMode", borrow)]
-    permission_mode: Option<Cow<'a, str>>,
+impl ParsedLine {
+    /// The notes as a [`LineProblem::Fields`] to record beside the kept entry, if any.
+    pub fn note_problem(&mut self) -> Option<LineProblem> {
+        (self.entry.is_ok() && !self.notes.is_empty())
+            .then(|| LineProblem::Fields(std::mem::take(&mut self.notes)))
+    }
 }
 
-#[derive(Deserialize)]
-struct RawMessage<'a> {
-    #[serde(borrow)]
-    id: Option<Cow<'a, str>>,
-    content: Option<ContentProbe>,
+/// Declares a struct of [`Loose`] fields read from a JSON object by key (the last of a
+/// duplicate key wins; unreadable and duplicate fields are noted with `$prefix` + key).
+macro_rules! loose_struct {
+    ($(#[$m:meta])* $name:ident, $prefix:literal, { $($field:ident : $ty:ty = $key:literal),* $(,)? }) => {
+        $(#[$m])*
+        #[derive(Default)]
+        struct $name<'a> {
+            $($field: Loose<$ty>,)*
+            notes: Vec<FieldNote>,
+        }
+
+        impl<'a> Shape<'a> for $name<'a> {
+            fn from_map<A: de::MapAccess<'a>>(map: A) -> Result<Option<Self>, A::Error> {
+                #[allow(non_camel_case_types, clippy::upper_case_acronyms, dead_code)]
+                enum Bit { $($field),* }
+                let mut s = Self::default();
+                let mut notes = Vec::new();
+                let mut f = Fields::new(map, &mut notes);
+                while let Some(k) = f.key()? {
+                    match k.0.as_ref() {
+                        $($key => f.read(&mut s.$field, Bit::$field as u32, concat!($prefix, $key))?,)*
+                        _ => f.skip()?,
+                    }
+                }
+                if f.number {
+                    return Ok(None);
+                }
+                $(if let Loose::Set(v) = &mut s.$field {
+                    notes.append(&mut Nested::take_notes(v));
+                })*
+                s.notes = notes;
+                Ok(Some(s))
+            }
+        }
+
+        impl Nested for $name<'_> {
+            fn take_notes(&mut self) -> Vec<FieldNote> {
+                std::mem::take(&mut self.notes)
+            }
+        }
+    };
 }
 
-#[derive(Deserialize)]
-struct RawCompact<'a> {
-    #[serde(rename = "preservedSegment", borrow)]
-    preserved_segment: Option<RawSegment<'a>>,
+/// Values that may carry notes about their own fields.
+trait Nested {
+    fn take_notes(&mut self) -> Vec<FieldNote> {
+        Vec::new()
+    }
+}
+impl Nested for Cow<'_, str> {}
+impl Nested for bool {}
+
+loose_struct!(RawEnvelope, "", {
+    ty: Cow<'a, str> = "type",
+    subtype: Cow<'a, str> = "subtype",
+    uuid: Cow<'a, str> = "uuid",
+    parent_uuid: Cow<'a, str> = "parentUuid",
+    logical_parent_uuid: Cow<'a, str> = "logicalParentUuid",
+    is_sidechain: bool = "isSidechain",
+    is_meta: bool = "isMeta",
+    is_compact_summary: bool = "isCompactSummary",
+    is_api_error: bool = "isApiErrorMessage",
+    is_visible_only: bool = "isVisibleInTranscriptOnly",
+    is_virtual: bool = "isVirtual",
+    session_id: Cow<'a, str> = "sessionId",
+    agent_id: Cow<'a, str> = "agentId",
+    timestamp: Cow<'a, str> = "timestamp",
+    source_tool_assistant: Cow<'a, str> = "sourceToolAssistantUUID",
+    message: RawMessage<'a> = "message",
+    compact_metadata: RawCompact<'a> = "compactMetadata",
+    snip_metadata: RawSnip<'a> = "snipMetadata",
+    leaf_uuid: Cow<'a, str> = "leafUuid",
+    message_id: Cow<'a, str> = "messageId",
+    custom_title: Cow<'a, str> = "customTitle",
+    ai_title: Cow<'a, str> = "aiTitle",
+    last_prompt: Cow<'a, str> = "lastPrompt",
+    tag: Cow<'a, str> = "tag",
+    summary: Cow<'a, str> = "summary",
+    agent_name: Cow<'a, str> = "agentName",
+    mode: Cow<'a, str> = "mode",
+    permission_mode: Cow<'a, str> = "permissionMode",
+});
+
+loose_struct!(RawMessage, "message.", {
+    id: Cow<'a, str> = "id",
+    content: ContentProbe = "content",
+});
+
+loose_struct!(RawCompact, "compactMetadata.", {
+    preserved_segment: RawSegment<'a> = "preservedSegment",
+});
+
+loose_struct!(RawSegment, "compactMetadata.preservedSegment.", {
+    head: Cow<'a, str> = "headUuid",
+    anchor: Cow<'a, str> = "anchorUuid",
+    tail: Cow<'a, str> = "tailUuid",
+});
+
+loose_struct!(RawSnip, "snipMetadata.", {
+    removed_uuids: Ids<'a> = "removedUuids",
+});
+
+loose_struct!(RawBlock, "message.content[].", {
+    ty: Cow<'a, str> = "type",
+    text: Cow<'a, str> = "text",
+});
+
+/// A list of ids; an element that is not a string is skipped and noted.
+#[derive(Default)]
+struct Ids<'a> {
+    ids: Vec<Cow<'a, str>>,
+    notes: Vec<FieldNote>,
 }
 
-#[derive(Deserialize)]
-struct RawSegment<'a> {
-    #[serde(rename = "headUuid", borrow)]
-    head: Cow<'a, str>,
-    #[serde(rename = "anchorUuid", borrow)]
-    anchor: Cow<'a, str>,
-    #[serde(rename = "tailUuid", borrow)]
-    tail: Cow<'a, str>,
+impl<'a> Shape<'a> for Ids<'a> {
+    fn from_seq<A: SeqAccess<'a>>(mut seq: A) -> Result<Option<Self>, A::Error> {
+        let mut out = Ids::default();
+        while let Some(id) = seq.next_element::<Loose<Cow<'a, str>>>()? {
+            match id {
+                Loose::Set(id) => out.ids.push(id),
+                Loose::Absent | Loose::Unreadable => out.notes.push(FieldNote::Unreadable(
+                    "snipMetadata.removedUuids[]".to_owned(),
+                )),
+            }
+        }
+        Ok(Some(out))
+    }
 }
 
-#[derive(Deserialize)]
-struct RawSnip<'a> {
-    #[serde(rename = "removedUuids", borrow, default)]
-    removed_uuids: Vec<Cow<'a, str>>,
+impl Nested for Ids<'_> {
+    fn take_notes(&mut self) -> Vec<FieldNote> {
+        std::mem::take(&mut self.notes)
+    }
 }
 
 /// What the content of a message holds, without keeping it.
-#[derive(Default, Clone, Copy)]
+#[derive(Default)]
 #[expect(
     clippy::struct_excessive_bools,
     reason = "independent facts about one content"
@@ -322,119 +402,53 @@ struct ContentProbe {
     visible_user: bool,
     /// A non-blank text block.
     visible_text_block: bool,
+    notes: Vec<FieldNote>,
 }
 
-#[derive(Deserialize)]
-struct RawBlock<'a> {
-    #[serde(rename = "type", borrow)]
-    ty: Option<Cow<'a, str>>,
-    #[serde(borrow)]
-    text: Option<Cow<'a, str>>,
-}
+impl<'a> Shape<'a> for ContentProbe {
+    fn from_str(s: Cow<'a, str>) -> Option<Self> {
+        Some(ContentProbe {
+            visible_user: !s.trim().is_empty(),
+            ..ContentProbe::default()
+        })
+    }
 
-impl<'de> Deserialize<'de> for ContentProbe {
-    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = ContentProbe;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("a string or an array of content blocks")
-            }
-            fn visit_str<E: de::Error>(self, s: &str) -> Result<ContentProbe, E> {
-                let visible = !s.trim().is_empty();
-                Ok(ContentProbe {
-                    visible_user: visible,
-                    ..ContentProbe::default()
-                })
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<ContentProbe, A::Error> {
-                let mut p = ContentProbe::default();
-                while let Some(block) = seq.next_element::<BlockOrOther<'de>>()? {
-                    let BlockOrOther::Block(b) = block else {
-                        continue;
-                    };
-                    match b.ty.as_deref() {
-                        Some("tool_result") => p.tool_result = true,
-                        Some("tool_use") => p.tool_use = true,
-                        Some("text") if b.text.as_deref().is_some_and(|t| !t.trim().is_empty()) => {
-                            p.visible_user = true;
-                            p.visible_text_block = true;
-                        }
-                        Some("image" | "document") => p.visible_user = true,
-                        _ => {}
-                    }
+    fn from_seq<A: SeqAccess<'a>>(mut seq: A) -> Result<Option<Self>, A::Error> {
+        let mut p = ContentProbe::default();
+        // Elements that are not objects are tolerated and ignored, as the client does.
+        while let Some(block) = seq.next_element::<Loose<RawBlock<'a>>>()? {
+            let Loose::Set(mut b) = block else {
+                continue;
+            };
+            p.notes.append(&mut b.notes);
+            match b.ty.as_deref() {
+                Some("tool_result") => p.tool_result = true,
+                Some("tool_use") => p.tool_use = true,
+                Some("text") if b.text.as_deref().is_some_and(|t| !t.trim().is_empty()) => {
+                    p.visible_user = true;
+                    p.visible_text_block = true;
                 }
-                Ok(p)
-            }
-            fn visit_unit<E: de::Error>(self) -> Result<ContentProbe, E> {
-                Ok(ContentProbe::default())
-            }
-            fn visit_map<A: de::MapAccess<'de>>(
-                self,
-                mut map: A,
-            ) -> Result<ContentProbe, A::Error> {
-                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-                Ok(ContentProbe::default())
-            }
-            fn visit_bool<E: de::Error>(self, _: bool) -> Result<ContentProbe, E> {
-                Ok(ContentProbe::default())
-            }
-            fn visit_i64<E: de::Error>(self, _: i64) -> Result<ContentProbe, E> {
-                Ok(ContentProbe::default())
-            }
-            fn visit_u64<E: de::Error>(self, _: u64) -> Result<ContentProbe, E> {
-                Ok(ContentProbe::default())
-            }
-            fn visit_f64<E: de::Error>(self, _: f64) -> Result<ContentProbe, E> {
-                Ok(ContentProbe::default())
+                Some("image" | "document") => p.visible_user = true,
+                _ => {}
             }
         }
-        d.deserialize_any(V)
+        Ok(Some(p))
+    }
+
+    fn from_map<A: de::MapAccess<'a>>(map: A) -> Result<Option<Self>, A::Error> {
+        // An object as content carries nothing the tree needs (tolerated, as before).
+        let mut notes = Vec::new();
+        let mut f = Fields::new(map, &mut notes);
+        while f.key()?.is_some() {
+            f.skip()?;
+        }
+        Ok((!f.number).then(ContentProbe::default))
     }
 }
 
-/// A content block, or anything else found in the array (tolerated, ignored).
-enum BlockOrOther<'a> {
-    Block(RawBlock<'a>),
-    Other,
-}
-
-impl<'de> Deserialize<'de> for BlockOrOther<'de> {
-    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = BlockOrOther<'de>;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("a content block")
-            }
-            fn visit_map<A: de::MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
-                RawBlock::deserialize(de::value::MapAccessDeserializer::new(map))
-                    .map(BlockOrOther::Block)
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-                while seq.next_element::<IgnoredAny>()?.is_some() {}
-                Ok(BlockOrOther::Other)
-            }
-            fn visit_str<E: de::Error>(self, _: &str) -> Result<Self::Value, E> {
-                Ok(BlockOrOther::Other)
-            }
-            fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
-                Ok(BlockOrOther::Other)
-            }
-            fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
-                Ok(BlockOrOther::Other)
-            }
-            fn visit_i64<E: de::Error>(self, _: i64) -> Result<Self::Value, E> {
-                Ok(BlockOrOther::Other)
-            }
-            fn visit_u64<E: de::Error>(self, _: u64) -> Result<Self::Value, E> {
-                Ok(BlockOrOther::Other)
-            }
-            fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
-                Ok(BlockOrOther::Other)
-            }
-        }
-        d.deserialize_any(V)
+impl Nested for ContentProbe {
+    fn take_notes(&mut self) -> Vec<FieldNote> {
+        std::mem::take(&mut self.notes)
     }
 }
 
@@ -444,27 +458,43 @@ pub fn hash64(text: &str) -> u64 {
     u64::from_le_bytes(h.as_bytes()[..8].try_into().expect("8 bytes"))
 }
 
+/// Parses one line handed out by the framer (a line too long to hold is a bad line).
+pub fn parse_framed(line: &super::frame::Line<'_>, names: &mut IdNames) -> ParsedLine {
+    if line.too_long {
+        return ParsedLine {
+            entry: Err(LineProblem::TooLong),
+            repaired: false,
+            notes: Vec::new(),
+        };
+    }
+    parse_line(line.bytes, names)
+}
+
 /// Parses one framed line. `names` collects the text of ids that are not canonical UUIDs.
 pub fn parse_line(bytes: &[u8], names: &mut IdNames) -> ParsedLine {
     match parse_strict(bytes, names) {
-        Ok(entry) => ParsedLine {
+        Ok((entry, notes)) => ParsedLine {
             entry,
             repaired: false,
+            notes,
         },
         Err(err) => match super::lossy::repair(bytes) {
             Some(fixed) => match parse_strict(&fixed, names) {
-                Ok(entry) => ParsedLine {
+                Ok((entry, notes)) => ParsedLine {
                     entry,
                     repaired: true,
+                    notes,
                 },
                 Err(_) => ParsedLine {
                     entry: Err(json_problem(bytes, err)),
                     repaired: false,
+                    notes: Vec::new(),
                 },
             },
             None => ParsedLine {
                 entry: Err(json_problem(bytes, err)),
                 repaired: false,
+                notes: Vec::new(),
             },
         },
     }
@@ -478,17 +508,23 @@ fn json_problem(bytes: &[u8], err: String) -> LineProblem {
     }
 }
 
-fn parse_strict(bytes: &[u8], names: &mut IdNames) -> Result<Result<Entry, LineProblem>, String> {
+type Strict = (Result<Entry, LineProblem>, Vec<FieldNote>);
+
+fn parse_strict(bytes: &[u8], names: &mut IdNames) -> Result<Strict, String> {
     let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
     if first != Some(&b'{') {
         // Valid JSON that is not an object, or not JSON at all.
         return match serde_json::from_slice::<IgnoredAny>(bytes) {
-            Ok(_) => Ok(Err(LineProblem::NotAnObject)),
+            Ok(_) => Ok((Err(LineProblem::NotAnObject), Vec::new())),
             Err(e) => Err(e.to_string()),
         };
     }
-    let raw: RawEnvelope<'_> = serde_json::from_slice(bytes).map_err(|e| e.to_string())?;
-    Ok(classify(&raw, names))
+    let raw: Loose<RawEnvelope<'_>> = serde_json::from_slice(bytes).map_err(|e| e.to_string())?;
+    let Loose::Set(mut raw) = raw else {
+        return Ok((Err(LineProblem::NotAnObject), Vec::new()));
+    };
+    let entry = classify(&raw, names);
+    Ok((entry, std::mem::take(&mut raw.notes)))
 }
 
 fn classify(raw: &RawEnvelope<'_>, names: &mut IdNames) -> Result<Entry, LineProblem> {
@@ -502,29 +538,30 @@ fn classify(raw: &RawEnvelope<'_>, names: &mut IdNames) -> Result<Entry, LinePro
         return Err(LineProblem::MissingUuid);
     };
     let uuid = names.intern(uuid);
-    let mut intern = |s: &Option<Cow<'_, str>>| s.as_deref().map(|t| names.intern(t));
+    let mut intern = |s: &Loose<Cow<'_, str>>| s.as_deref().map(|t| names.intern(t));
     let parent = intern(&raw.parent_uuid);
     let logical_parent = intern(&raw.logical_parent_uuid);
     let source_tool_assistant = intern(&raw.source_tool_assistant);
+    let no_content = ContentProbe::default();
     let probe = raw
         .message
-        .as_ref()
-        .and_then(|m| m.content)
-        .unwrap_or_default();
-    let yes = |b: Option<bool>| b == Some(true);
+        .get()
+        .and_then(|m| m.content.get())
+        .unwrap_or(&no_content);
+    let yes = |b: &Loose<bool>| b.get() == Some(&true);
     let mut f = 0u16;
     let set = |f: &mut u16, cond: bool, bit: u16| {
         if cond {
             *f |= bit;
         }
     };
-    set(&mut f, yes(raw.is_sidechain), Flags::SIDECHAIN);
-    set(&mut f, yes(raw.is_meta), Flags::META);
-    set(&mut f, yes(raw.is_compact_summary), Flags::COMPACT_SUMMARY);
-    set(&mut f, yes(raw.is_api_error), Flags::API_ERROR);
+    set(&mut f, yes(&raw.is_sidechain), Flags::SIDECHAIN);
+    set(&mut f, yes(&raw.is_meta), Flags::META);
+    set(&mut f, yes(&raw.is_compact_summary), Flags::COMPACT_SUMMARY);
+    set(&mut f, yes(&raw.is_api_error), Flags::API_ERROR);
     set(
         &mut f,
-        yes(raw.is_visible_only) || yes(raw.is_virtual),
+        yes(&raw.is_visible_only) || yes(&raw.is_virtual),
         Flags::UI_ONLY,
     );
     set(
@@ -540,28 +577,33 @@ fn classify(raw: &RawEnvelope<'_>, names: &mut IdNames) -> Result<Entry, LinePro
     let is_boundary = kind == Kind::System && raw.subtype.as_deref() == Some("compact_boundary");
     set(&mut f, is_boundary, Flags::COMPACT_BOUNDARY);
     let visible = match kind {
-        Kind::User => !yes(raw.is_meta) && probe.visible_user,
+        Kind::User => !yes(&raw.is_meta) && probe.visible_user,
         Kind::Assistant => probe.visible_text_block,
         _ => false,
     };
     set(&mut f, visible, Flags::VISIBLE);
-    let snip_removed: Vec<Id> = match (&raw.snip_metadata, kind) {
-        (Some(s), Kind::System) => s.removed_uuids.iter().map(|u| names.intern(u)).collect(),
+    let snip_removed: Vec<Id> = match (raw.snip_metadata.get(), kind) {
+        (Some(s), Kind::System) => s
+            .removed_uuids
+            .get()
+            .map(|r| r.ids.iter().map(|u| names.intern(u)).collect())
+            .unwrap_or_default(),
         _ => Vec::new(),
     };
     set(
         &mut f,
-        kind == Kind::System && raw.snip_metadata.is_some(),
+        kind == Kind::System && raw.snip_metadata.get().is_some(),
         Flags::SNIP,
     );
     let preserved = if is_boundary {
         raw.compact_metadata
-            .as_ref()
-            .and_then(|c| c.preserved_segment.as_ref())
-            .map(|s| Segment {
-                head: names.intern(&s.head),
-                anchor: names.intern(&s.anchor),
-                tail: names.intern(&s.tail),
+            .get()
+            .and_then(|c| c.preserved_segment.get())
+            .and_then(|s| Some((s.head.as_deref()?, s.anchor.as_deref()?, s.tail.as_deref()?)))
+            .map(|(head, anchor, tail)| Segment {
+                head: names.intern(head),
+                anchor: names.intern(anchor),
+                tail: names.intern(tail),
             })
     } else {
         None
@@ -573,11 +615,7 @@ fn classify(raw: &RawEnvelope<'_>, names: &mut IdNames) -> Result<Entry, LinePro
         kind,
         flags: Flags(f),
         timestamp: parse_millis(raw.timestamp.as_deref()),
-        message_id: raw
-            .message
-            .as_ref()
-            .and_then(|m| m.id.as_deref())
-            .map(hash64),
+        message_id: raw.message.get().and_then(|m| m.id.as_deref()).map(hash64),
         session: raw.session_id.as_deref().map_or(0, hash64),
         source_tool_assistant,
         preserved,
@@ -586,7 +624,7 @@ fn classify(raw: &RawEnvelope<'_>, names: &mut IdNames) -> Result<Entry, LinePro
 }
 
 fn meta_entry(ty: &str, raw: &RawEnvelope<'_>, names: &mut IdNames) -> MetaEntry {
-    let own = |s: &Option<Cow<'_, str>>| s.as_deref().map(str::to_owned);
+    let own = |s: &Loose<Cow<'_, str>>| s.as_deref().map(str::to_owned);
     let text = match ty {
         "custom-title" => own(&raw.custom_title),
         "ai-title" => own(&raw.ai_title),

@@ -9,7 +9,10 @@
 //! # Design
 //! [`Framer`] reads from any [`Read`] in large chunks, finds newlines with `memchr`, and hands
 //! each complete line to a callback as a borrowed slice with its 1-based line number and byte
-//! offset. A line longer than the chunk grows the buffer; nothing is truncated.
+//! offset. A line longer than the chunk grows the buffer, up to [`MAX_LINE`]: memory follows
+//! the longest line only that far. Past it the line is not held: its bytes stream through (an
+//! index still hashes them) until its `\n`, and it is handed out as [`Line::too_long`] (a bad
+//! line with its position), or until the end, where it is the torn tail as usual.
 
 use std::io::{self, Read};
 
@@ -31,8 +34,11 @@ pub struct LinePos {
 pub struct Line<'a> {
     /// Position of the line in the file.
     pub pos: LinePos,
-    /// The line content without `\n`/`\r\n` and without a leading BOM.
+    /// The line content without `\n`/`\r\n` and without a leading BOM (empty when
+    /// `too_long`).
     pub bytes: &'a [u8],
+    /// The line was longer than [`MAX_LINE`]: its bytes were skipped, not held.
+    pub too_long: bool,
 }
 
 /// What framing a byte stream found besides the lines themselves.
@@ -48,6 +54,8 @@ pub struct FrameSummary {
 
 const UTF8_BOM: &[u8] = b"\xEF\xBB\xBF";
 const CHUNK: usize = 4 << 20;
+/// The longest line [`Framer::frame_reader`] holds in memory (and so parses).
+pub const MAX_LINE: usize = 128 << 20;
 
 /// Splits a byte stream into lines, starting at a known offset and line number.
 pub struct Framer {
@@ -103,20 +111,38 @@ impl Framer {
         let mut filled = 0usize;
         let mut base = 0usize;
         loop {
-            if filled == buf.len() {
-                // A line longer than the buffer: grow, never truncate.
-                buf.resize(buf.len() * 2, 0);
+            let mut scan_from = filled;
+            if filled == buf.len() && buf.len() < MAX_LINE {
+                // A line longer than the buffer: grow, up to the limit.
+                buf.resize((buf.len() * 2).min(MAX_LINE), 0);
+            } else if filled == buf.len() {
+                // Longer than the limit: stream through it to its end.
+                match skip_line(&mut reader, &mut buf)? {
+                    Skipped::ToEnd(more) => {
+                        let len = (filled as u64) + more;
+                        summary.torn_tail = Some((self.start_offset + base as u64, len));
+                        return Ok(summary);
+                    }
+                    Skipped::Line { more, rest } => {
+                        let len = filled + usize::try_from(more).expect("fits");
+                        self.emit_too_long(len, base, &mut summary, &mut on_line);
+                        base += len;
+                        filled = rest;
+                        scan_from = 0;
+                    }
+                }
             }
-            let n = match reader.read(&mut buf[filled..]) {
-                Ok(n) => n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(e),
-            };
-            if n == 0 {
-                break;
+            if scan_from == filled {
+                let n = match reader.read(&mut buf[filled..]) {
+                    Ok(n) => n,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(e) => return Err(e),
+                };
+                if n == 0 {
+                    break;
+                }
+                filled += n;
             }
-            let scan_from = filled;
-            filled += n;
             let mut pos = 0usize;
             for nl in memchr::memchr_iter(b'\n', &buf[scan_from..filled]) {
                 let end = scan_from + nl;
@@ -133,6 +159,27 @@ impl Framer {
             summary.torn_tail = Some((self.start_offset + base as u64, filled as u64));
         }
         Ok(summary)
+    }
+
+    fn emit_too_long(
+        &self,
+        len: usize,
+        rel_offset: usize,
+        summary: &mut FrameSummary,
+        on_line: &mut impl FnMut(Line<'_>),
+    ) {
+        let offset = self.start_offset + rel_offset as u64;
+        summary.lines += 1;
+        summary.complete_len = offset + len as u64;
+        on_line(Line {
+            pos: LinePos {
+                line: self.start_line + summary.lines,
+                offset,
+                len: len as u64,
+            },
+            bytes: &[],
+            too_long: true,
+        });
     }
 
     fn emit(
@@ -164,7 +211,39 @@ impl Framer {
                 len: raw.len() as u64,
             },
             bytes: content,
+            too_long: false,
         });
+    }
+}
+
+/// How [`skip_line`] ended.
+enum Skipped {
+    /// At the end of the stream, after this many more bytes.
+    ToEnd(u64),
+    /// At a `\n`: the line had this many more bytes (newline included); `buf[..rest]` holds
+    /// the bytes read after it.
+    Line { more: u64, rest: usize },
+}
+
+/// Reads (into `buf`, overwriting it) until the next `\n` or the end.
+fn skip_line<R: Read>(reader: &mut R, buf: &mut [u8]) -> io::Result<Skipped> {
+    let mut more = 0u64;
+    let chunk = buf.len().min(CHUNK);
+    loop {
+        let n = match reader.read(&mut buf[..chunk]) {
+            Ok(0) => return Ok(Skipped::ToEnd(more)),
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if let Some(nl) = memchr::memchr(b'\n', &buf[..n]) {
+            buf.copy_within(nl + 1..n, 0);
+            return Ok(Skipped::Line {
+                more: more + nl as u64 + 1,
+                rest: n - nl - 1,
+            });
+        }
+        more += n as u64;
     }
 }
 

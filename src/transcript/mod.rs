@@ -5,6 +5,7 @@
 pub mod envelope;
 pub mod frame;
 pub mod id;
+pub mod loose;
 pub mod lossy;
 pub mod metadata;
 pub mod time;
