@@ -42,6 +42,7 @@ pub mod generate;
 mod index;
 mod resume;
 mod transcript;
+mod writer;
 
 pub use catalog::{
     AgentInfo, AgentLayout, ListOptions, SessionFacts, SortBy, Target,
@@ -73,3 +74,8 @@ pub use transcript::envelope::{Flags, Kind, LineProblem, hash64};
 pub use transcript::frame::LinePos;
 pub use transcript::id::{Id, IdNames};
 pub use transcript::upgrade::{STEPS as UPGRADE_STEPS, upgrade};
+pub use writer::{
+    FlushReport, SessionWriter, WRITTEN_VERSION, WriterOptions, check_entry,
+    copy::{branch, fork},
+    tombstone::TAIL_WINDOW,
+};
