@@ -108,7 +108,8 @@ impl Store {
         opts: WriterOptions,
     ) -> Result<SessionWriter> {
         check_id(session_id)?;
-        let main = Sink::new(project_dir.join(format!("{session_id}.jsonl")), true);
+        let mut main = Sink::new(project_dir.join(format!("{session_id}.jsonl")), true);
+        main.start(self)?;
         Ok(SessionWriter {
             store: self.clone(),
             project_dir: project_dir.to_path_buf(),
@@ -217,7 +218,7 @@ impl SessionWriter {
                     .filter(|_| message)
                     .map(str::to_owned),
             );
-            let sink = self.route(&o, message);
+            let sink = self.route(&o, message)?;
             sink.pending.push(Pending {
                 entry: o,
                 batch_start: first,
@@ -245,7 +246,7 @@ impl SessionWriter {
         let _ = self.append(serde_json::json!({"type": "tag", "tag": tag}));
     }
 
-    fn route(&mut self, o: &Map<String, Value>, message: bool) -> &mut Sink {
+    fn route(&mut self, o: &Map<String, Value>, message: bool) -> Result<&mut Sink> {
         let agent = o.get("agentId").and_then(Value::as_str);
         let sidechain = o.get("isSidechain").and_then(Value::as_bool) == Some(true);
         let ty = o.get("type").and_then(Value::as_str);
@@ -256,12 +257,15 @@ impl SessionWriter {
         };
         match agent.filter(|_| to_agent) {
             Some(a) => {
-                let dir = self.project_dir.join(&self.session_id).join("subagents");
-                self.agents
-                    .entry(a.to_owned())
-                    .or_insert_with(|| Sink::new(dir.join(format!("agent-{a}.jsonl")), false))
+                if !self.agents.contains_key(a) {
+                    let dir = self.project_dir.join(&self.session_id).join("subagents");
+                    let mut sink = Sink::new(dir.join(format!("agent-{a}.jsonl")), false);
+                    sink.start(&self.store)?;
+                    self.agents.insert(a.to_owned(), sink);
+                }
+                Ok(self.agents.get_mut(a).expect("just inserted"))
             }
-            None => &mut self.main,
+            None => Ok(&mut self.main),
         }
     }
 

@@ -67,6 +67,9 @@ pub struct Stamp<'a> {
     pub entrypoint: Option<&'a str>,
 }
 
+/// Key/value pairs in order.
+type Fields = Vec<(String, Value)>;
+
 /// Whether `ty` is a message type.
 pub fn is_message_type(ty: &str) -> bool {
     MESSAGE_TYPES.contains(&ty)
@@ -94,7 +97,7 @@ pub fn message_line(mut e: Map<String, Value>, stamp: &Stamp<'_>) -> Map<String,
     let tail: Vec<(&str, Option<Value>)> = TAIL.iter().map(|k| (*k, e.remove(*k))).collect();
     let uuid = e.remove("uuid");
     let timestamp = e.remove("timestamp");
-    let (lead, rest): (Vec<(String, Value)>, Vec<(String, Value)>) = match ty.as_str() {
+    let (lead, rest): (Fields, Fields) = match ty.as_str() {
         "user" => e
             .into_iter()
             .partition(|(k, _)| USER_LEAD.contains(&k.as_str())),
@@ -106,9 +109,9 @@ pub fn message_line(mut e: Map<String, Value>, stamp: &Stamp<'_>) -> Map<String,
             for (k, v) in e {
                 seen_level |= k == "level";
                 if seen_level {
-                    rest.push((k, v))
+                    rest.push((k, v));
                 } else {
-                    lead.push((k, v))
+                    lead.push((k, v));
                 }
             }
             (lead, rest)
@@ -269,7 +272,7 @@ mod tests {
     #[test]
     fn numbers_as_javascript_prints_them() {
         let mut v: Value =
-            serde_json::from_str(r#"[1.0, 1.5, 1e21, 0.0000001, -0, 12345678901234567890, 2.50]"#)
+            serde_json::from_str("[1.0, 1.5, 1e21, 0.0000001, -0, 12345678901234567890, 2.50]")
                 .unwrap();
         js_numbers(&mut v);
         assert_eq!(

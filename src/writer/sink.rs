@@ -173,9 +173,9 @@ impl Sink {
                 return Err(e);
             }
         };
-        if let Err(e) =
-            file.write_all(&buf)
-                .and_then(|()| if fsync { file.sync_data() } else { Ok(()) })
+        if let Err(e) = file
+            .write_all(&buf)
+            .and_then(|()| if fsync { file.sync_data() } else { Ok(()) })
         {
             self.pending = pending;
             self.reset();
@@ -201,14 +201,7 @@ impl Sink {
             match self.known_len {
                 Some(k) if k == len => return Ok(false),
                 Some(k) if k < len => self.read_foreign(store, file, k, len)?,
-                _ => {
-                    let idx = self.index(store)?;
-                    idx.catch_up()?;
-                    let tip = idx.resume_tip()?;
-                    self.cursor = tip;
-                    self.tool_uses.clear();
-                    self.known_len = Some(complete_len(file, &self.path, 0, len)?);
-                }
+                _ => self.start_from(store, file, len)?,
             }
             if self.known_len == Some(len) {
                 return Ok(false);
@@ -220,6 +213,28 @@ impl Sink {
             }
             std::thread::sleep(Duration::from_millis(10));
         }
+    }
+
+    /// Takes the session as it is now as the starting point: the cursor is the last message of
+    /// its resume view (where a resumed Claude Code continues); later bytes are foreign.
+    pub fn start(&mut self, store: &Store) -> Result<()> {
+        let file = match File::open(&self.path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(Error::io(&self.path, e)),
+        };
+        let len = file.metadata().map_err(|e| Error::io(&self.path, e))?.len();
+        self.start_from(store, &file, len)
+    }
+
+    fn start_from(&mut self, store: &Store, file: &File, len: u64) -> Result<()> {
+        let idx = self.index(store)?;
+        idx.catch_up()?;
+        let tip = idx.resume_tip()?;
+        self.cursor = tip;
+        self.tool_uses.clear();
+        self.known_len = Some(complete_len(file, &self.path, 0, len)?);
+        Ok(())
     }
 
     /// Reads the complete lines in `[from, len)` another process appended: the last chain

@@ -61,8 +61,9 @@ pub fn remove(store: &Store, sink: &mut Sink, uuid: &str) -> Result<bool> {
         let _ = std::fs::remove_file(&tmp);
     }
     result?;
+    // The rewritten file is the new starting point (cursor: the end of its resume view).
     sink.reset();
-    sink.index(store)?.catch_up()?;
+    sink.start(store)?;
     Ok(true)
 }
 
