@@ -44,6 +44,7 @@ mod resume;
 mod transcript;
 mod writer;
 
+pub use catalog::paths::normalize_cwd;
 pub use catalog::{
     AgentInfo, AgentLayout, ListOptions, SessionFacts, SortBy, Target,
     agents::{AgentMeta, read_meta as read_agent_meta},

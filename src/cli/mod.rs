@@ -7,6 +7,7 @@ mod index_cmd;
 mod leaves;
 mod ls;
 mod resume;
+mod write;
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -55,6 +56,16 @@ pub enum Command {
     Verify(index_cmd::PathsArgs),
     /// Write a generated transcript (for demos, tests and benchmarks).
     Gen(GenArgs),
+    /// Append JSONL entries from stdin to a session; prints the uuids written.
+    Append(write::AppendArgs),
+    /// Copy a session's resume view into a new session (as `--fork-session`); prints its id.
+    Fork(write::ForkArgs),
+    /// Copy a session's active chain into a new titled branch session; prints its id.
+    Branch(write::BranchArgs),
+    /// Set a session's title (a `custom-title` entry).
+    Title(write::MetaArgs),
+    /// Set a session's tag (`""` clears it).
+    Tag(write::MetaArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -87,6 +98,11 @@ pub fn main() -> ExitCode {
         Command::Rebuild(a) => index_cmd::run(&cli, a, index_cmd::Verb::Rebuild, &mut out),
         Command::Verify(a) => index_cmd::run(&cli, a, index_cmd::Verb::Verify, &mut out),
         Command::Gen(a) => gen_cmd(a),
+        Command::Append(a) => write::append(&cli, a, &mut out),
+        Command::Fork(a) => write::fork(&cli, a, &mut out),
+        Command::Branch(a) => write::branch(&cli, a, &mut out),
+        Command::Title(a) => write::meta(&cli, a, write::Meta::Title),
+        Command::Tag(a) => write::meta(&cli, a, write::Meta::Tag),
     };
     let flushed = out.flush();
     match result {

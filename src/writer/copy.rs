@@ -180,8 +180,11 @@ pub fn branch(store: &Store, source: &Path, name: Option<&str>) -> Result<String
         batch.push(Value::Object(e));
     }
     let title = branch_title(store, source, name)?;
-    batch.push(json!({"type": "custom-title", "customTitle": title}));
     w.append_all(batch)?;
+    w.flush()?;
+    // After the messages, as `/branch` writes it (a flush before creates no metadata-first
+    // reordering).
+    w.set_title(&title);
     w.flush()?;
     Ok(w.session_id().to_owned())
 }
