@@ -4,6 +4,11 @@
 //!
 //! The test binary re-executes itself as the child (`CHAINLOG_WRITER_CHILD`).
 
+#![allow(
+    clippy::many_single_char_names,
+    reason = "writers `a`/`b`, their readers and the file"
+)]
+
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -28,7 +33,7 @@ fn child_role() {
         .unwrap();
     let mut out = std::io::stdout();
     for n in 0u64.. {
-        for k in 0..(n % 4 + 1) {
+        for k in 0..=(n % 4) {
             let text = format!("{tag} {n}.{k} {}", "x".repeat((n % 9) as usize * 200));
             let entry = if k % 2 == 0 {
                 json!({"type": "user", "message": {"role": "user", "content": text}})
