@@ -191,6 +191,11 @@ fn title_and_tag_append_metadata_to_existing_sessions_only() {
     assert_eq!(d.run(&["title", other, "x"], "").status.code(), Some(1));
     assert!(!d.session_path(other).exists());
     assert_eq!(d.run(&["tag", "../../x", "t"], "").status.code(), Some(2));
+    // A write needs the session named exactly: no id prefix, no part of a title.
+    let before = std::fs::read(d.session_path(SID)).unwrap();
+    assert_eq!(d.run(&["tag", "Listing", "t"], "").status.code(), Some(1));
+    assert_eq!(d.run(&["tag", &SID[..8], "t"], "").status.code(), Some(1));
+    assert_eq!(std::fs::read(d.session_path(SID)).unwrap(), before);
 }
 
 #[test]

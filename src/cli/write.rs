@@ -1,8 +1,9 @@
 //! The writing verbs: `append`, `fork`, `branch`, `title`, `tag` (SPEC A4, A7, A8). Each one
 //! resolves the session the user named, calls the library writer and prints its result.
 //!
-//! A session is named as `resume` names it (id, transcript path or exact title; ids are never
-//! paths). Only `append` may create a session, and only one named by a new UUID (in the
+//! A session is named by its full id, its transcript path or its exact title (the lookup is
+//! `resume`'s, but the prefix and substring matches it also accepts are refused for writes; ids
+//! are never paths). Only `append` may create a session, and only one named by a new UUID (in the
 //! project of `--project`, default the current directory); the others write to an existing
 //! session file, or create a new session beside it (`fork`, `branch`).
 
@@ -71,7 +72,25 @@ pub enum Meta {
 /// An existing main session transcript named by the user.
 fn existing_session(cli: &Cli, project: Option<&Path>, arg: &str) -> Result<PathBuf, Error> {
     match super::target(cli, project, arg)? {
-        Target::Session { path, .. } => Ok(path),
+        Target::Session { session_id, path } => {
+            // Lookups also accept id prefixes and title substrings; a write needs the session
+            // named exactly: its full id or its exact title.
+            let exact = arg.eq_ignore_ascii_case(&session_id) || {
+                let store = super::store(cli);
+                let mut cache = chainlog::FactsCache::new(&store);
+                let title = cache.facts(&path).map(|f| f.title);
+                let _ = cache.flush();
+                title.is_ok_and(|t| t == arg)
+            };
+            if exact {
+                Ok(path)
+            } else {
+                Err(Error::NotFound(format!(
+                    "{arg:?} matches session {session_id} only by an id prefix or part of its \
+                     title; writing needs its full id, path or exact title"
+                )))
+            }
+        }
         Target::File(path) if path.extension().is_some_and(|e| e == "jsonl") => Ok(path),
         Target::File(path) => Err(Error::NotFound(format!(
             "{}: not a session transcript (.jsonl)",
