@@ -320,6 +320,16 @@ impl SessionWriter {
     }
 }
 
+impl Drop for SessionWriter {
+    /// Best effort: entries still queued are flushed (errors are lost here; call
+    /// [`SessionWriter::flush`] or [`SessionWriter::close`] to see them).
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            let _ = self.flush();
+        }
+    }
+}
+
 /// Creates `path` (mode 0600) holding `bytes`, unless it exists.
 fn write_new_file(path: &Path, bytes: &[u8]) -> Result<()> {
     use std::io::Write;

@@ -181,6 +181,15 @@ impl Sink {
             self.reset();
             return Err(Error::io(&self.path, e));
         }
+        if created
+            && fsync
+            && let Some(dir) = self.path.parent()
+        {
+            // The new directory entry is durable too.
+            File::open(dir)
+                .and_then(|d| d.sync_all())
+                .map_err(|e| Error::io(dir, e))?;
+        }
         let end = file
             .stream_position()
             .map_err(|e| Error::io(&self.path, e))?;
