@@ -75,6 +75,14 @@ pub enum Error {
         /// The file.
         path: PathBuf,
     },
+    /// An entry given to the writer that cannot be written (`index`: 0-based in its batch).
+    #[error("entry {index}: {reason}")]
+    InvalidEntry {
+        /// Position of the entry in the batch given to the writer.
+        index: usize,
+        /// What is wrong.
+        reason: String,
+    },
     /// The index sidecar failed; `source` says whether it is damage or a storage failure.
     #[error("index {}: {source}", path.display())]
     Index {

@@ -44,7 +44,9 @@ mod index;
 mod resume;
 mod search;
 mod transcript;
+mod writer;
 
+pub use catalog::paths::normalize_cwd;
 pub use catalog::{
     AgentInfo, AgentLayout, ListOptions, SessionFacts, SortBy, Target,
     agents::{AgentMeta, read_meta as read_agent_meta},
@@ -85,3 +87,8 @@ pub use transcript::envelope::{Flags, Kind, LineProblem, hash64};
 pub use transcript::frame::LinePos;
 pub use transcript::id::{Id, IdNames};
 pub use transcript::upgrade::{STEPS as UPGRADE_STEPS, upgrade};
+pub use writer::{
+    FlushReport, SessionWriter, WRITTEN_VERSION, WriterOptions, check_entry,
+    copy::{branch, fork},
+    tombstone::TAIL_WINDOW,
+};

@@ -10,6 +10,7 @@ mod ls;
 mod resume;
 mod search;
 mod table;
+mod write;
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -62,6 +63,16 @@ pub enum Command {
     Export(export::ExportArgs),
     /// Write a generated transcript (for demos, tests and benchmarks).
     Gen(GenArgs),
+    /// Append JSONL entries from stdin to a session; prints the uuids written.
+    Append(write::AppendArgs),
+    /// Copy a session's resume view into a new session (as `--fork-session`); prints its id.
+    Fork(write::ForkArgs),
+    /// Copy a session's active chain into a new titled branch session; prints its id.
+    Branch(write::BranchArgs),
+    /// Set a session's title (a `custom-title` entry).
+    Title(write::MetaArgs),
+    /// Set a session's tag (`""` clears it).
+    Tag(write::MetaArgs),
     /// Print a shell completion script (e.g. `chainlog completions bash > ~/.local/share/bash-completion/completions/chainlog`).
     Completions {
         /// The shell.
@@ -103,6 +114,11 @@ pub fn main() -> ExitCode {
         Command::Export(a) => export::run(&cli, a, &mut out),
         Command::Search(a) => search::run(&cli, a, &mut out),
         Command::Gen(a) => gen_cmd(a),
+        Command::Append(a) => write::append(&cli, a, &mut out),
+        Command::Fork(a) => write::fork(&cli, a, &mut out),
+        Command::Branch(a) => write::branch(&cli, a, &mut out),
+        Command::Title(a) => write::meta(&cli, a, write::Meta::Title),
+        Command::Tag(a) => write::meta(&cli, a, write::Meta::Tag),
         Command::Completions { shell } => {
             let mut cmd = <Cli as clap::CommandFactory>::command();
             clap_complete::generate(*shell, &mut cmd, "chainlog", &mut out);

@@ -24,6 +24,7 @@ pub mod derive;
 pub mod facts;
 pub mod incremental;
 pub mod ingest;
+pub mod lookup;
 pub mod open;
 pub mod query;
 pub mod schema;

@@ -119,7 +119,7 @@ fn schema() -> (Schema, Fields) {
 fn search_err(dir: &Path, e: impl std::fmt::Display) -> Error {
     Error::Index {
         path: dir.to_path_buf(),
-        message: format!("search index: {e}"),
+        source: crate::index::state::IndexFault::Other(format!("search index: {e}")),
     }
 }
 

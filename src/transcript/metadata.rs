@@ -42,7 +42,7 @@ pub struct MetaRef {
 }
 
 /// Per-session last-wins types.
-const SESSION_LAST_WINS: &[&str] = &[
+pub(crate) const SESSION_LAST_WINS: &[&str] = &[
     "custom-title",
     "ai-title",
     "last-prompt",

@@ -1,0 +1,102 @@
+//! Point lookups for the writer: is a uuid already in a transcript, and where does its resume
+//! view end.
+//!
+//! The writer holds one [`IndexedFile`] per transcript it appends to. Each lookup is one redb
+//! point read (`uuids` table); nothing reads the transcript. After the writer appended, it calls
+//! [`IndexedFile::catch_up`], which indexes exactly the bytes appended since the last catch-up
+//! (the writer's own batch, plus anything another process appended meanwhile).
+
+use std::path::{Path, PathBuf};
+
+use redb::{ReadOnlyTable, ReadableDatabase};
+
+use super::codec::decode;
+use super::open::IndexDb;
+use super::schema::{FileState, ROWS, UUIDS};
+use super::{Store, query};
+use crate::chain::{MessageRow, ResolveOptions};
+use crate::error::Result;
+use crate::transcript::frame::LinePos;
+use crate::transcript::id::Id;
+
+/// One transcript's index rows, opened for the writer.
+pub struct IndexedFile {
+    db: IndexDb,
+    path: PathBuf,
+    state: Option<FileState>,
+    uuids: Option<ReadOnlyTable<(u32, [u8; 16]), u32>>,
+}
+
+impl IndexedFile {
+    /// Opens the project index of `transcript` (the file may not exist yet).
+    pub fn open(store: &Store, transcript: &Path) -> Result<IndexedFile> {
+        let db = IndexDb::open(&store.db_path(transcript))?;
+        let mut f = IndexedFile {
+            db,
+            path: transcript.to_path_buf(),
+            state: None,
+            uuids: None,
+        };
+        if transcript.exists() {
+            f.catch_up()?;
+        }
+        Ok(f)
+    }
+
+    /// Indexes what was appended since the last catch-up; returns the indexed length.
+    pub fn catch_up(&mut self) -> Result<u64> {
+        self.uuids = None;
+        let (_, st) = Store::catch_up_in(&self.db, &self.path)?;
+        let txn = self.db.db().begin_read().map_err(|e| self.db.err(e))?;
+        self.uuids = Some(txn.open_table(UUIDS).map_err(|e| self.db.err(e))?);
+        let len = st.indexed_len;
+        self.state = Some(st);
+        Ok(len)
+    }
+
+    /// Whether a message with uuid `id` is in the transcript (as of the last catch-up).
+    pub fn contains(&self, id: Id) -> Result<bool> {
+        let (Some(st), Some(t)) = (&self.state, &self.uuids) else {
+            return Ok(false);
+        };
+        Ok(t.get((st.file, id.0))
+            .map_err(|e| self.db.err(e))?
+            .is_some())
+    }
+
+    /// Where the line of message `id` is (the last line written with that uuid).
+    pub fn position(&self, id: Id) -> Result<Option<LinePos>> {
+        let (Some(st), Some(t)) = (&self.state, &self.uuids) else {
+            return Ok(None);
+        };
+        let Some(seq) = t.get((st.file, id.0)).map_err(|e| self.db.err(e))? else {
+            return Ok(None);
+        };
+        let txn = self.db.db().begin_read().map_err(|e| self.db.err(e))?;
+        let rows = txn.open_table(ROWS).map_err(|e| self.db.err(e))?;
+        let row = rows
+            .get((st.file, seq.value()))
+            .map_err(|e| self.db.err(e))?
+            .and_then(|v| decode::<MessageRow>(v.value()));
+        Ok(row.map(|r| r.pos))
+    }
+
+    /// The last message of the resume view (the chain a resume hands to the model): where a
+    /// writer continues a session it did not start.
+    pub fn resume_tip(&self) -> Result<Option<String>> {
+        let Some(st) = self.state.clone() else {
+            return Ok(None);
+        };
+        let ans = query(self.db.db(), st, &self.path, ResolveOptions::default())?;
+        Ok(ans.and_then(|a| a.resolution.chain.last().map(|l| a.names.name(l.uuid))))
+    }
+}
+
+impl std::fmt::Debug for IndexedFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("IndexedFile")
+            .field("path", &self.path)
+            .field("indexed", &self.state.as_ref().map(|s| s.indexed_len))
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,219 @@
+//! New sessions made from an old one: `fork` (as `claude --resume X --fork-session` writes it,
+//! SPEC A8) and `branch` (SPEC A7, chainlog's active-chain variant of `/branch`).
+//!
+//! Both read the source's resume view through the index (the lines of the view, by offset) and
+//! its session metadata (`custom-title`, `content-replacement`) with a byte-prefix filter over
+//! the file, then write the new session with a [`SessionWriter`] in the same project folder.
+//!
+//! | | fork | branch |
+//! |---|---|---|
+//! | messages | the resume view (cut after `--at`), spliced tool results included | the same view |
+//! | uuids, timestamps | kept | kept |
+//! | `parentUuid` | kept | re-chained: each message's parent is the previous copied one |
+//! | `sessionId` | new | new |
+//! | `promptId` | re-stamped (one new id per old one) | kept |
+//! | extra | `requestSessionId` = source id (last key; SPEC is silent on its place) | `forkedFrom{sessionId, messageUuid}` |
+//! | metadata | last `custom-title`, every `content-replacement` of the session | one combined `content-replacement`, `custom-title` `<name or first prompt> (Branch)` / `(Branch N)` |
+
+use std::collections::HashMap;
+use std::io::BufRead;
+use std::path::Path;
+
+use serde_json::{Value, json};
+
+use super::{SessionWriter, WriterOptions};
+use crate::chain::ResolveOptions;
+use crate::error::{Error, Result};
+use crate::index::Store;
+use crate::transcript::id::Id;
+
+/// The source's resume view as JSON entries, cut after `at` when given.
+fn view(
+    store: &Store,
+    source: &Path,
+    at: Option<&str>,
+) -> Result<Vec<serde_json::Map<String, Value>>> {
+    let ans = store.resolve(source, ResolveOptions::default())?;
+    let mut chain = ans.resolution.chain.clone();
+    if let Some(at) = at {
+        let id = Id::from_text(at);
+        let cut = chain.iter().position(|l| l.uuid == id).ok_or_else(|| {
+            Error::NotFound(format!(
+                "{}: message {at} is not on the chosen chain",
+                source.display()
+            ))
+        })?;
+        chain.truncate(cut + 1);
+    }
+    if chain.is_empty() {
+        return Err(Error::NotFound(format!(
+            "{}: no message to copy",
+            source.display()
+        )));
+    }
+    let entries = crate::resume::read_view(source, &chain, &ans.names)?;
+    Ok(entries
+        .iter()
+        .filter_map(|e| match e.value() {
+            Some(Value::Object(o)) => Some(o),
+            _ => None,
+        })
+        .collect())
+}
+
+/// `custom-title` (last) and `content-replacement` entries (main thread) of `session_id`.
+fn session_metadata(source: &Path, session_id: &str) -> Result<(Option<String>, Vec<Value>)> {
+    let f = std::fs::File::open(source).map_err(|e| Error::io(source, e))?;
+    let mut title = None;
+    let mut replacements = Vec::new();
+    for line in std::io::BufReader::new(f).split(b'\n') {
+        let line = line.map_err(|e| Error::io(source, e))?;
+        let wanted = line.starts_with(br#"{"type":"custom-title""#)
+            || line.starts_with(br#"{"type":"content-replacement""#);
+        if !wanted {
+            continue;
+        }
+        let Some(v) = crate::resume::body::parse_value(line.trim_ascii_end()) else {
+            continue;
+        };
+        if v.get("sessionId").and_then(Value::as_str) != Some(session_id) {
+            continue;
+        }
+        match v.get("type").and_then(Value::as_str) {
+            Some("custom-title") => {
+                title = v
+                    .get("customTitle")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned);
+            }
+            _ if v.get("agentId").is_none() => replacements.push(v),
+            _ => {}
+        }
+    }
+    Ok((title, replacements))
+}
+
+fn source_session_id(source: &Path) -> Result<String> {
+    source
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .map(str::to_owned)
+        .ok_or_else(|| Error::NotFound(format!("{}: not a session file", source.display())))
+}
+
+fn new_writer(store: &Store, source: &Path, cwd: &str) -> Result<SessionWriter> {
+    let dir = source.parent().unwrap_or(Path::new("."));
+    let sid = uuid::Uuid::new_v4().to_string();
+    store.writer(dir, &sid, WriterOptions::new(cwd))
+}
+
+fn cwd_of(entries: &[serde_json::Map<String, Value>]) -> String {
+    entries
+        .iter()
+        .find_map(|e| e.get("cwd").and_then(Value::as_str))
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// Writes a new session holding `source`'s resume view (cut after `at`) the way
+/// `--fork-session` does (SPEC A8). Returns the new session id.
+pub fn fork(store: &Store, source: &Path, at: Option<&str>) -> Result<String> {
+    let src_sid = source_session_id(source)?;
+    let entries = view(store, source, at)?;
+    let (title, replacements) = session_metadata(source, &src_sid)?;
+    let mut w = new_writer(store, source, &cwd_of(&entries))?;
+    let mut batch: Vec<Value> = Vec::new();
+    if let Some(t) = title {
+        batch.push(json!({"type": "custom-title", "customTitle": t}));
+    }
+    for mut r in replacements {
+        r["sessionId"] = w.session_id().into();
+        batch.push(r);
+    }
+    let mut prompts: HashMap<String, String> = HashMap::new();
+    for mut e in entries {
+        if let Some(p) = e.get("promptId").and_then(Value::as_str) {
+            let new = prompts
+                .entry(p.to_owned())
+                .or_insert_with(|| uuid::Uuid::new_v4().to_string())
+                .clone();
+            e.insert("promptId".into(), new.into());
+        }
+        e.insert("requestSessionId".into(), src_sid.clone().into());
+        batch.push(Value::Object(e));
+    }
+    w.append_all(batch)?;
+    w.flush()?;
+    Ok(w.session_id().to_owned())
+}
+
+/// Writes a new session holding `source`'s active chain with `forkedFrom`, one combined
+/// `content-replacement` and a `(Branch)` title (SPEC A7). Returns the new session id.
+pub fn branch(store: &Store, source: &Path, name: Option<&str>) -> Result<String> {
+    let src_sid = source_session_id(source)?;
+    let entries = view(store, source, None)?;
+    let (_, replacements) = session_metadata(source, &src_sid)?;
+    let mut w = new_writer(store, source, &cwd_of(&entries))?;
+    let mut batch: Vec<Value> = Vec::new();
+    let combined: Vec<Value> = replacements
+        .iter()
+        .filter_map(|r| r.get("replacements").and_then(Value::as_array))
+        .flatten()
+        .cloned()
+        .collect();
+    if !combined.is_empty() {
+        batch.push(
+            json!({"type": "content-replacement", "sessionId": w.session_id(),
+            "replacements": combined}),
+        );
+    }
+    let mut parent = Value::Null;
+    for mut e in entries {
+        let uuid = e.get("uuid").cloned().unwrap_or(Value::Null);
+        e.insert("parentUuid".into(), parent);
+        e.insert("isSidechain".into(), false.into());
+        e.insert(
+            "forkedFrom".into(),
+            json!({"sessionId": src_sid, "messageUuid": uuid}),
+        );
+        parent = uuid;
+        batch.push(Value::Object(e));
+    }
+    let title = branch_title(store, source, name)?;
+    w.append_all(batch)?;
+    w.flush()?;
+    // After the messages, as `/branch` writes it (a flush before creates no metadata-first
+    // reordering).
+    w.set_title(&title);
+    w.flush()?;
+    Ok(w.session_id().to_owned())
+}
+
+/// `<name or first prompt> (Branch)`, or `(Branch N)` (N = 2, 3, …) when a session of the
+/// project already has that title.
+fn branch_title(store: &Store, source: &Path, name: Option<&str>) -> Result<String> {
+    let mut cache = crate::index::facts::FactsCache::new(store);
+    let base = match name {
+        Some(n) => n.to_owned(),
+        None => cache
+            .facts(source)?
+            .first_prompt
+            .unwrap_or_else(|| "Branched conversation".into()),
+    };
+    let dir = source.parent().unwrap_or(Path::new("."));
+    // A session that cannot be read cannot hold a title to avoid: skipped.
+    let mut unreadable = Vec::new();
+    let taken: Vec<String> =
+        crate::catalog::list::list_dir(dir, &mut |p| cache.facts(p), &mut unreadable)?
+        .into_iter()
+        .map(|f| f.title)
+        .collect();
+    cache.flush()?;
+    let mut title = format!("{base} (Branch)");
+    let mut n = 2;
+    while taken.contains(&title) {
+        title = format!("{base} (Branch {n})");
+        n += 1;
+    }
+    Ok(title)
+}

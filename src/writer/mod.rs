@@ -1,0 +1,347 @@
+//! The write path (SPEC A4, A7, A8): appending entries Claude Code will resume, tombstones,
+//! and new sessions made from old ones (fork, branch).
+//!
+//! # Context
+//! A program that records an agent's conversation (another harness, a migration, a test rig, a
+//! "branch this session" command) needs to append entries in the shape Claude Code writes,
+//! with parents it would choose, without scanning the file, without corrupting it when a
+//! Claude Code process appends to the same file (it takes no lock), and with the index kept
+//! current so a resume after appending costs no catch-up.
+//!
+//! # Design
+//! | module | job |
+//! |---|---|
+//! | [`shape`] | envelope key order, `sessionId`/`cwd`/`version` stamps, JS number formatting |
+//! | [`sink`] | one file: lock, foreign tail, parent cursor, dedup, one `write` per batch |
+//! | [`tombstone`] | `remove(uuid)`: atomic rewrite without one line |
+//! | [`copy`] | `fork` (as `--fork-session` writes it) and `branch` |
+//!
+//! [`SessionWriter`] routes each entry to a [`sink::Sink`]: sidechain messages with an
+//! `agentId` (and agent `content-replacement`s) go to `<sid>/subagents/agent-<id>.jsonl`, the
+//! rest to `<sid>.jsonl`. Entries wait in memory until [`SessionWriter::flush`]; the main file
+//! is created only with its first user or assistant message (SPEC A4 lazy materialisation),
+//! metadata set before then is written first.
+//!
+//! Dedup (main thread only, never sidechains): a message whose uuid the session already holds
+//! is skipped, looked up in the index (one point read per entry). Already-written messages at
+//! the start of a batch ([`SessionWriter::append_all`]) move the parent cursor to themselves
+//! (the prefix rule). A writer opened on an existing session continues from the last message
+//! of its resume view (where Claude Code's own writer continues after `--resume`).
+
+pub mod copy;
+pub mod shape;
+pub mod sink;
+pub mod tombstone;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value};
+
+use crate::error::{Error, Result, check_id};
+use crate::index::Store;
+use shape::{Stamp, is_message_type};
+use sink::{Pending, Sink};
+
+/// The Claude Code version whose shape the writer writes (SPEC A8), stamped as `version`
+/// unless [`WriterOptions::version`] says otherwise.
+pub const WRITTEN_VERSION: &str = "2.1.328";
+
+/// What the writer stamps on entries, and how durable a flush is.
+#[derive(Debug, Clone)]
+pub struct WriterOptions {
+    /// `cwd` of written messages (the project's working directory).
+    pub cwd: String,
+    /// `version` of written messages.
+    pub version: String,
+    /// `gitBranch`, when known.
+    pub git_branch: Option<String>,
+    /// `entrypoint` (`cli`, `sdk-cli`, ...), when set.
+    pub entrypoint: Option<String>,
+    /// `fsync` each flushed file (default on).
+    pub fsync: bool,
+}
+
+impl WriterOptions {
+    /// Options for messages recorded in `cwd`.
+    pub fn new(cwd: impl Into<String>) -> WriterOptions {
+        WriterOptions {
+            cwd: cwd.into(),
+            version: WRITTEN_VERSION.into(),
+            git_branch: None,
+            entrypoint: None,
+            fsync: true,
+        }
+    }
+}
+
+/// What a [`SessionWriter::flush`] wrote.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FlushReport {
+    /// uuids of the messages written, per file, in order.
+    pub written: Vec<(PathBuf, String)>,
+    /// uuids skipped because the session already held them.
+    pub duplicates: Vec<String>,
+    /// Bytes appended over all files.
+    pub bytes: u64,
+}
+
+/// Appends entries to one session (and its sub-agent files). See the module docs.
+#[derive(Debug)]
+pub struct SessionWriter {
+    store: Store,
+    project_dir: PathBuf,
+    session_id: String,
+    opts: WriterOptions,
+    main: Sink,
+    agents: BTreeMap<String, Sink>,
+    agent_meta: BTreeMap<String, Value>,
+}
+
+impl Store {
+    /// A writer for session `session_id` in the project folder `project_dir`
+    /// (`<claude>/projects/<key>`). The session id must not be a path.
+    pub fn writer(
+        &self,
+        project_dir: &Path,
+        session_id: &str,
+        opts: WriterOptions,
+    ) -> Result<SessionWriter> {
+        check_id(session_id)?;
+        let mut main = Sink::new(project_dir.join(format!("{session_id}.jsonl")), true);
+        main.start(self)?;
+        Ok(SessionWriter {
+            store: self.clone(),
+            project_dir: project_dir.to_path_buf(),
+            session_id: session_id.to_owned(),
+            opts,
+            main,
+            agents: BTreeMap::new(),
+            agent_meta: BTreeMap::new(),
+        })
+    }
+}
+
+/// Checks an entry a caller wants written; the reason names what is wrong.
+pub fn check_entry(v: &Value) -> std::result::Result<(), String> {
+    let Some(o) = v.as_object() else {
+        return Err("an entry must be a JSON object".into());
+    };
+    let Some(ty) = o.get("type").and_then(Value::as_str) else {
+        return Err("an entry needs a string `type`".into());
+    };
+    if ty == "progress" {
+        return Err("`progress` entries are not written (SPEC A4: dropped before writing)".into());
+    }
+    for k in ["uuid", "timestamp", "agentId", "sessionId"] {
+        if o.get(k).is_some_and(|x| !x.is_string()) {
+            return Err(format!("`{k}` must be a string"));
+        }
+    }
+    for k in ["parentUuid", "logicalParentUuid"] {
+        if o.get(k).is_some_and(|x| !x.is_string() && !x.is_null()) {
+            return Err(format!("`{k}` must be a string or null"));
+        }
+    }
+    if o.get("isSidechain").is_some_and(|x| !x.is_boolean()) {
+        return Err("`isSidechain` must be a boolean".into());
+    }
+    if let Some(a) = o.get("agentId").and_then(Value::as_str) {
+        check_id(a).map_err(|e| e.to_string())?;
+    }
+    if is_message_type(ty) && ty != "system" && o.get("message").is_none() && ty != "attachment" {
+        return Err(format!("a `{ty}` entry needs a `message`"));
+    }
+    Ok(())
+}
+
+/// `new Date().toISOString()` of now.
+fn now_iso() -> String {
+    let ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+    crate::catalog::facts::format_ms(ms).unwrap_or_default()
+}
+
+impl SessionWriter {
+    /// The session id.
+    pub fn session_id(&self) -> &str {
+        &self.session_id
+    }
+
+    /// The main transcript (it may not exist yet).
+    pub fn path(&self) -> &Path {
+        &self.main.path
+    }
+
+    /// The parent the next main-thread message gets (as of the last flush).
+    pub fn cursor(&self) -> Option<&str> {
+        self.main.cursor.as_deref()
+    }
+
+    /// Queues one entry (a batch of one, see [`SessionWriter::append_all`]). Returns its uuid
+    /// for a message (assigned if missing), `None` for metadata.
+    pub fn append(&mut self, entry: Value) -> Result<Option<String>> {
+        Ok(self.append_all(vec![entry])?.pop().flatten())
+    }
+
+    /// Queues a batch: every entry is checked first and nothing is queued if one is invalid
+    /// ([`Error::InvalidEntry`] names its 0-based index). Already-written messages at the start
+    /// of the batch move the parent cursor (SPEC A4 prefix rule).
+    pub fn append_all(&mut self, entries: Vec<Value>) -> Result<Vec<Option<String>>> {
+        for (i, e) in entries.iter().enumerate() {
+            check_entry(e).map_err(|reason| Error::InvalidEntry { index: i, reason })?;
+        }
+        let mut uuids = Vec::with_capacity(entries.len());
+        let mut first = true;
+        for e in entries {
+            let Value::Object(mut o) = e else {
+                unreachable!("checked above")
+            };
+            let ty = o
+                .get("type")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_owned();
+            let message = is_message_type(&ty);
+            if message {
+                if !o.contains_key("uuid") {
+                    o.insert("uuid".into(), uuid::Uuid::new_v4().to_string().into());
+                }
+                if !o.contains_key("timestamp") {
+                    o.insert("timestamp".into(), now_iso().into());
+                }
+            }
+            uuids.push(
+                o.get("uuid")
+                    .and_then(Value::as_str)
+                    .filter(|_| message)
+                    .map(str::to_owned),
+            );
+            let sink = self.route(&o, message)?;
+            sink.pending.push(Pending {
+                entry: o,
+                batch_start: first,
+            });
+            first = false;
+        }
+        Ok(uuids)
+    }
+
+    /// Sets the `.meta.json` written beside agent `agent_id`'s file when the writer creates it
+    /// (default `{"agentType":"general-purpose"}`).
+    pub fn set_agent_meta(&mut self, agent_id: &str, meta: Value) -> Result<()> {
+        check_id(agent_id)?;
+        self.agent_meta.insert(agent_id.to_owned(), meta);
+        Ok(())
+    }
+
+    /// Queues a `custom-title` entry.
+    pub fn set_title(&mut self, title: &str) {
+        let _ = self.append(serde_json::json!({"type": "custom-title", "customTitle": title}));
+    }
+
+    /// Queues a `tag` entry (`""` clears the tag).
+    pub fn set_tag(&mut self, tag: &str) {
+        let _ = self.append(serde_json::json!({"type": "tag", "tag": tag}));
+    }
+
+    fn route(&mut self, o: &Map<String, Value>, message: bool) -> Result<&mut Sink> {
+        let agent = o.get("agentId").and_then(Value::as_str);
+        let sidechain = o.get("isSidechain").and_then(Value::as_bool) == Some(true);
+        let ty = o.get("type").and_then(Value::as_str);
+        let to_agent = if message {
+            sidechain
+        } else {
+            ty == Some("content-replacement")
+        };
+        match agent.filter(|_| to_agent) {
+            Some(a) => {
+                if !self.agents.contains_key(a) {
+                    let dir = self.project_dir.join(&self.session_id).join("subagents");
+                    let mut sink = Sink::new(dir.join(format!("agent-{a}.jsonl")), false);
+                    sink.start(&self.store)?;
+                    self.agents.insert(a.to_owned(), sink);
+                }
+                Ok(self.agents.get_mut(a).expect("just inserted"))
+            }
+            None => Ok(&mut self.main),
+        }
+    }
+
+    /// Writes everything queued: one `write` (and `fsync`) per file, then the index catches
+    /// up with the written bytes. Entries of a session that has not spoken yet stay queued.
+    pub fn flush(&mut self) -> Result<FlushReport> {
+        let stamp = Stamp {
+            session_id: &self.session_id,
+            cwd: &self.opts.cwd,
+            version: &self.opts.version,
+            git_branch: self.opts.git_branch.as_deref(),
+            entrypoint: self.opts.entrypoint.as_deref(),
+        };
+        let mut report = FlushReport::default();
+        let mut sinks: Vec<(&str, &mut Sink)> = vec![("", &mut self.main)];
+        sinks.extend(self.agents.iter_mut().map(|(k, v)| (k.as_str(), v)));
+        for (agent, sink) in sinks {
+            let new_agent = !sink.main && !sink.path.exists() && !sink.pending.is_empty();
+            let done = sink.flush(&self.store, &stamp, self.opts.fsync)?;
+            if new_agent && done.bytes > 0 {
+                let meta = self
+                    .agent_meta
+                    .get(agent)
+                    .cloned()
+                    .unwrap_or_else(|| serde_json::json!({"agentType": "general-purpose"}));
+                write_new_file(
+                    &sink.path.with_file_name(format!("agent-{agent}.meta.json")),
+                    &serde_json::to_vec(&meta).unwrap_or_default(),
+                )?;
+            }
+            report.bytes += done.bytes;
+            report.duplicates.extend(done.duplicates);
+            report
+                .written
+                .extend(done.written.into_iter().map(|u| (sink.path.clone(), u)));
+        }
+        Ok(report)
+    }
+
+    /// Removes the message `uuid` from the main transcript (a discarded attempt), atomically
+    /// (see [`tombstone`]). Flushes first. Returns whether a line was removed.
+    pub fn remove(&mut self, uuid: &str) -> Result<bool> {
+        self.flush()?;
+        let store = self.store.clone();
+        let removed = tombstone::remove(&store, &mut self.main, uuid)?;
+        Ok(removed)
+    }
+
+    /// Flushes and closes.
+    pub fn close(mut self) -> Result<FlushReport> {
+        self.flush()
+    }
+}
+
+impl Drop for SessionWriter {
+    /// Best effort: entries still queued are flushed (errors are lost here; call
+    /// [`SessionWriter::flush`] or [`SessionWriter::close`] to see them).
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            let _ = self.flush();
+        }
+    }
+}
+
+/// Creates `path` (mode 0600) holding `bytes`, unless it exists.
+fn write_new_file(path: &Path, bytes: &[u8]) -> Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+    {
+        Ok(mut f) => f.write_all(bytes).map_err(|e| Error::io(path, e)),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(Error::io(path, e)),
+    }
+}
