@@ -4,7 +4,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use chainlog::{ListOptions, SortBy};
+use chainlog::{ListOptions, SessionFacts, SortBy};
 
 use super::table::{self, Column, Style};
 use super::{Cli, CliResult, write_json};
@@ -100,6 +100,12 @@ pub fn run(cli: &Cli, a: &LsArgs, out: &mut impl Write) -> CliResult {
         eprintln!("chainlog: no sessions");
         return Ok(ExitCode::SUCCESS);
     }
+    print_table(out, a, &sessions)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The human table: one line per session, fitted to the terminal.
+fn print_table(out: &mut impl Write, a: &LsArgs, sessions: &[SessionFacts]) -> std::io::Result<()> {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
@@ -154,8 +160,7 @@ pub fn run(cli: &Cli, a: &LsArgs, out: &mut impl Write) -> CliResult {
             ]
         })
         .collect();
-    table::print(out, Style::stdout(), &columns, &rows)?;
-    Ok(ExitCode::SUCCESS)
+    table::print(out, Style::stdout(), &columns, &rows)
 }
 
 /// The `schema` field of every `ls --json` object (bumped when a field changes meaning).

@@ -205,9 +205,9 @@ fn branch_title(store: &Store, source: &Path, name: Option<&str>) -> Result<Stri
     let mut unreadable = Vec::new();
     let taken: Vec<String> =
         crate::catalog::list::list_dir(dir, &mut |p| cache.facts(p), &mut unreadable)?
-        .into_iter()
-        .map(|f| f.title)
-        .collect();
+            .into_iter()
+            .map(|f| f.title)
+            .collect();
     cache.flush()?;
     let mut title = format!("{base} (Branch)");
     let mut n = 2;
