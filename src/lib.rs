@@ -67,7 +67,7 @@ pub use index::schema::INDEX_SCHEMA_VERSION;
 pub use index::verify::{Difference, verify};
 pub use index::{Answer, Source, Store};
 pub use resume::{
-    Interrupt, ViewEntry, detect as detect_interrupt, read_view, text::render as render_text,
+    ApiOptions, Interrupt, api_messages, ViewEntry, detect as detect_interrupt, read_view, text::render as render_text,
 };
 pub use transcript::envelope::{Flags, Kind, LineProblem, hash64};
 pub use transcript::frame::LinePos;

@@ -137,6 +137,7 @@ fn check(dir: &str, name: &str) {
 fn leaf_rule_name(rule: LeafRule) -> &'static str {
     match rule {
         LeafRule::LastPrompt => "last-prompt",
+        LeafRule::NewerThanCheckpoint => "newer-than-checkpoint",
         LeafRule::Newest => "newest",
         LeafRule::NewestSidechain => "newest (agent)",
         LeafRule::Requested => "requested",
@@ -211,6 +212,7 @@ fn check_leaf(r: &mut Report, l: &Loaded, exp: &Expect) {
         (Some("newest"), Some("agent")) => Some("newest (agent)"),
         (Some("newest"), None) => Some("newest"),
         (Some("last-prompt"), None) => Some("last-prompt"),
+        (Some("newer-than-checkpoint"), None) => Some("newer-than-checkpoint"),
         (None, _) => None,
         (rule, load_as) => panic!("unknown leaf_rule {rule:?} / load_as {load_as:?} in the schema"),
     };
@@ -569,6 +571,7 @@ fixtures! {
         step6_snip,
         step7_leaves_tool_tips,
         step8_leaf_last_prompt,
+        step8_leaf_stale_checkpoint,
         step8_leaf_last_prompt_unknown,
         step8_leaf_tie,
         step8_leaf_timestamp,

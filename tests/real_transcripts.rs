@@ -348,6 +348,7 @@ fn chain_uuids(t: &Transcript, res: &Resolution) -> Vec<String> {
 fn rule_name(rule: LeafRule) -> &'static str {
     match rule {
         LeafRule::LastPrompt => "last-prompt",
+        LeafRule::NewerThanCheckpoint => "newer-than-checkpoint",
         LeafRule::Newest => "newest",
         LeafRule::NewestSidechain => "newest-sidechain",
         LeafRule::Requested => "requested",

@@ -15,8 +15,16 @@ use super::{Cli, CliResult, answer, report_problems, write_json};
 /// How to print the view.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
-    /// The entries as they will be handed to the model, one JSON line each.
+    /// The resume view's entries, one JSON line each, byte-identical to the transcript except
+    /// where the projections changed a line (re-pointed parent, zeroed usage, upgraded
+    /// legacy shape). System entries, API errors and unanswered calls are still there.
     Jsonl,
+    /// One JSON document `{"messages": [...]}`: what the client sends the model built from
+    /// the view (SPEC A8): lines of one response regrouped, tool results grouped, system
+    /// entries dropped (local commands sent as user text), API errors dropped, pairing
+    /// repaired, "No response requested." added. Without the new prompt and request-time
+    /// `<system-reminder>` injections.
+    Api,
     /// One uuid per line.
     Uuids,
     /// A readable transcript.
@@ -54,6 +62,9 @@ pub struct ViewArgs {
     /// Answer from a full scan of the transcript instead of the index.
     #[arg(long)]
     pub no_index: bool,
+    /// With `--format api`: the request's model; signed thinking of other models is left out.
+    #[arg(long, value_name = "MODEL")]
+    pub model: Option<String>,
 }
 
 impl ViewArgs {
@@ -112,6 +123,15 @@ pub fn emit(cli: &Cli, path: &Path, a: &ViewArgs, out: &mut impl Write) -> CliRe
         chain.truncate(cut + 1);
     }
     let view = read_view(path, &chain, &ans.names)?;
+    if a.format == Format::Api {
+        let messages = chainlog::api_messages(
+            &view,
+            &chainlog::ApiOptions {
+                model: a.model.clone(),
+            },
+        );
+        write_json(out, &json!({ "messages": messages }))?;
+    }
     for e in &view {
         match a.format {
             Format::Uuids => writeln!(out, "{}", ans.names.name(e.link.uuid))?,
@@ -120,6 +140,7 @@ pub fn emit(cli: &Cli, path: &Path, a: &ViewArgs, out: &mut impl Write) -> CliRe
                 out.write_all(b"\n")?;
             }
             Format::Text => write!(out, "{}", chainlog::render_text(e))?,
+            Format::Api => {}
         }
     }
     let interrupt = detect_interrupt(&view);
