@@ -67,7 +67,8 @@ pub use index::schema::INDEX_SCHEMA_VERSION;
 pub use index::verify::{Difference, verify};
 pub use index::{Answer, Source, Store};
 pub use resume::{
-    ApiOptions, Interrupt, api_messages, ViewEntry, detect as detect_interrupt, read_view, text::render as render_text,
+    ApiOptions, Interrupt, ViewEntry, api_messages, detect as detect_interrupt, read_view,
+    text::render as render_text,
 };
 pub use transcript::envelope::{Flags, Kind, LineProblem, hash64};
 pub use transcript::frame::LinePos;

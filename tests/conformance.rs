@@ -128,7 +128,8 @@ fn normalise(messages: &[Value]) -> Vec<Item> {
                 };
                 if t.starts_with("<system-reminder>") && t.contains("<task-notification>") {
                     let start = t.find("<task-notification>").unwrap();
-                    let end = t.rfind("</task-notification>").unwrap() + "</task-notification>".len();
+                    let end =
+                        t.rfind("</task-notification>").unwrap() + "</task-notification>".len();
                     items.push((
                         "user".into(),
                         json!({"type": "task-notification", "text": &t[start..end]}),
@@ -217,6 +218,11 @@ fn new_turn(exp: &Value, known: &HashSet<String>) -> Vec<Value> {
             continue;
         }
         match l["type"].as_str() {
+            Some("user") if l.pointer("/origin/kind") == Some(&json!("task-notification")) => {
+                // The client wraps a task notification (kit README, C).
+                let text = l["message"]["content"].as_str().unwrap_or_default();
+                out.push(json!({"role": "user", "content": format!("<system-reminder>\n{text}\n</system-reminder>")}));
+            }
             Some("user") => out.push(json!({"role": "user", "content": l["message"]["content"]})),
             Some("system") if l["subtype"] == "local_command" => {
                 out.push(json!({"role": "user", "content": l["content"]}));
@@ -305,14 +311,20 @@ fn check_one(exp: &Value, base: Vec<String>, projects: &Path) -> Result<(), Stri
     }
     let compact = exp["request"] == "compact";
     let mut want = normalise(exp["messages"].as_array().unwrap());
-    if compact && let Some(i) = want.iter().rposition(|(r, b)| r == "user" && text_of(b).is_some()) {
+    if compact
+        && let Some(i) = want
+            .iter()
+            .rposition(|(r, b)| r == "user" && text_of(b).is_some())
+    {
         want.remove(i);
     }
     let known = known_uuids(projects);
     for index in [false, true] {
         let mut msgs = chainlog_api(&args, index).map_err(|e| format!("chainlog {args:?}: {e}"))?;
         if compact {
-            if exp["prompt"].as_str().is_some_and(|p| p.starts_with("/compact"))
+            if exp["prompt"]
+                .as_str()
+                .is_some_and(|p| p.starts_with("/compact"))
                 && let Some(i) = msgs.iter().rposition(|m| m["role"] == "assistant")
             {
                 msgs.remove(i);
@@ -349,7 +361,12 @@ fn scenario_args(exp: &Value, snapshot: &Path) -> (Vec<String>, bool) {
     while i < a.len() {
         match a[i] {
             "--resume" => {
-                out.extend(["resume".into(), a[i + 1].into(), "--project".into(), cwd.clone()]);
+                out.extend([
+                    "resume".into(),
+                    a[i + 1].into(),
+                    "--project".into(),
+                    cwd.clone(),
+                ]);
                 i += 1;
             }
             "--continue" => out.extend(["continue".into(), "--project".into(), cwd.clone()]),
@@ -419,7 +436,10 @@ fn every_scenario_resume_matches_the_client() {
                     let mut a = args.clone();
                     a.extend(["--format", "api"].map(String::from));
                     let res = chainlog_api(&a, false);
-                    assert!(res.is_err(), "{name}: the client refused {a:?}, chainlog answered");
+                    assert!(
+                        res.is_err(),
+                        "{name}: the client refused {a:?}, chainlog answered"
+                    );
                     refused += 1;
                 }
                 continue;

@@ -46,6 +46,10 @@ enum Role {
 
 /// One entry of the view, as the request will carry it.
 #[derive(Debug, Clone)]
+#[expect(
+    clippy::struct_excessive_bools,
+    reason = "independent facts about one entry"
+)]
 struct Unit {
     role: Role,
     /// Blocks (a string content is one text block; `plain` remembers it was a string).
@@ -238,12 +242,10 @@ fn repair_pairing(units: &mut [Unit]) {
     let mut tail_from = units.len();
     for (i, u) in units.iter().enumerate().rev() {
         let calls_only = match u.role {
-            Role::Assistant => u.blocks.iter().all(|b| {
-                matches!(
-                    block_type(b),
-                    "tool_use" | "thinking" | "redacted_thinking"
-                )
-            }),
+            Role::Assistant => u
+                .blocks
+                .iter()
+                .all(|b| matches!(block_type(b), "tool_use" | "thinking" | "redacted_thinking")),
             Role::User => u.only_tool_results(),
             Role::System => true,
         };
@@ -303,14 +305,16 @@ fn regroup(units: Vec<Unit>) -> Vec<Unit> {
         }
         out.push(u);
     }
-    out.retain(|u| {
-        u.role != Role::Assistant
-            || u.blocks
-                .iter()
-                .any(|b| !matches!(block_type(b), "thinking" | "redacted_thinking"))
-    });
+    out.retain(|u| u.role != Role::Assistant || !only_thinking(u));
     out.retain(|u| u.role != Role::User || !u.blocks.is_empty());
     out
+}
+
+/// A reply with nothing but thinking (or nothing at all).
+fn only_thinking(u: &Unit) -> bool {
+    u.blocks
+        .iter()
+        .all(|b| matches!(block_type(b), "thinking" | "redacted_thinking"))
 }
 
 fn synthetic_assistant(text: &str) -> Unit {
@@ -327,9 +331,9 @@ fn synthetic_assistant(text: &str) -> Unit {
 
 /// The repair a resume writes when the chain ends mid-turn: results for the unanswered
 /// calls of the last reply, then "No response requested." after a trailing user message.
-/// Trailing local commands go after the synthetic reply. `api_error_end`: the chain ended on
-/// an API-error reply (no synthetic turn then).
-fn repair_tail(units: &mut Vec<Unit>, api_error_end: bool) {
+/// Trailing local commands go after the synthetic reply. `reply_end`: the chain ended on
+/// an API-error reply or a thinking-only reply (no synthetic turn then).
+fn repair_tail(units: &mut Vec<Unit>, reply_end: bool) {
     let split = units
         .iter()
         .rposition(|u| u.role != Role::System && !u.local_command)
@@ -361,8 +365,8 @@ fn repair_tail(units: &mut Vec<Unit>, api_error_end: bool) {
         .rev()
         .find(|u| u.role != Role::System && !u.attachment)
         .is_some_and(|u| u.role == Role::User);
-    let caveat_group = trailing.iter().any(|u| u.local_command) && caveat_group(units);
-    if ends_on_user && !api_error_end && !caveat_group {
+    let caveat_group = caveat_group(units);
+    if ends_on_user && !reply_end && !caveat_group {
         units.push(synthetic_assistant(NO_RESPONSE_REQUESTED));
     }
     units.extend(trailing);
@@ -407,8 +411,8 @@ fn join(units: Vec<Unit>) -> Vec<Value> {
     for u in units {
         match u.role {
             Role::System => system.extend(u.blocks),
-            Role::User => match &mut user {
-                Some(acc) => {
+            Role::User => {
+                if let Some(acc) = &mut user {
                     if let Some(Value::Object(last)) = acc.blocks.last_mut()
                         && last.get("type").and_then(Value::as_str) == Some("text")
                         && let Some(Value::String(t)) = last.get_mut("text")
@@ -417,17 +421,14 @@ fn join(units: Vec<Unit>) -> Vec<Value> {
                     }
                     acc.blocks.extend(u.blocks);
                     acc.plain = false;
-                }
-                None => {
-                    if !system.is_empty() && out.is_empty() {
-                        // Attachments before the first prompt come after it.
-                        user = Some(u);
-                        continue;
+                } else {
+                    // Attachments before the first prompt are placed after it.
+                    if system.is_empty() || !out.is_empty() {
+                        flush(&mut out, &mut user, &mut system);
                     }
-                    flush(&mut out, &mut user, &mut system);
                     user = Some(u);
                 }
-            },
+            }
             Role::Assistant => {
                 flush(&mut out, &mut user, &mut system);
                 out.push(message("assistant", u.blocks, false));
@@ -483,8 +484,15 @@ pub fn api_messages_of(entries: &[Value], opts: &ApiOptions) -> Vec<Value> {
     }
     rename_task(&mut units);
     repair_pairing(&mut units);
+    // A chain cut at a thinking line (`--resume-session-at`) ends on a reply as far as the
+    // client's repair is concerned, although the thinking-only reply is not sent.
+    let thinking_end = units
+        .iter()
+        .rev()
+        .find(|u| u.role != Role::System && !u.attachment && !u.local_command)
+        .is_some_and(|u| u.role == Role::Assistant && only_thinking(u));
     let mut units = regroup(units);
-    repair_tail(&mut units, api_error_end);
+    repair_tail(&mut units, api_error_end || thinking_end);
     join(units)
 }
 
@@ -517,7 +525,9 @@ pub(crate) fn cleaned_tail(entries: &[Value]) -> Tail {
     let mut kinds = Vec::new();
     let mut api_error_at = None;
     for v in entries {
-        if v.get("type").and_then(Value::as_str) == Some("assistant") && flag(v, "isApiErrorMessage") {
+        if v.get("type").and_then(Value::as_str) == Some("assistant")
+            && flag(v, "isApiErrorMessage")
+        {
             api_error_at = Some(units.len());
         }
         if let Some(u) = classify(v) {
@@ -539,6 +549,10 @@ pub(crate) fn cleaned_tail(entries: &[Value]) -> Tail {
     if api_error_at == Some(units.len()) {
         return Tail::ApiError;
     }
+    // A local-command group (opened by the caveat meta message) is not an interrupted turn.
+    if caveat_group(&units) {
+        return Tail::LocalCommand;
+    }
     // The clean-up only drops assistant units (and results of dropped calls, which only
     // exist with an unanswered call, never on a completed pair).
     repair_pairing(&mut units);
@@ -555,6 +569,8 @@ pub(crate) fn cleaned_tail(entries: &[Value]) -> Tail {
         .zip(&kinds)
         .zip(&units)
         .rev()
-        .find(|((k, t), u)| **k && **t != Tail::None && !(u.role == Role::User && u.blocks.is_empty()))
+        .find(|((k, t), u)| {
+            **k && **t != Tail::None && !(u.role == Role::User && u.blocks.is_empty())
+        })
         .map_or(Tail::None, |((_, t), _)| *t)
 }

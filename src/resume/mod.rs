@@ -6,6 +6,6 @@ pub mod body;
 pub mod interrupt;
 pub mod text;
 
-pub use body::{ViewEntry, read_view};
 pub use api::{ApiOptions, api_messages};
+pub use body::{ViewEntry, read_view};
 pub use interrupt::{Interrupt, detect};
