@@ -57,8 +57,8 @@ pub use catalog::{
     resolve_target, scan_session_facts, session_agents, session_facts,
 };
 pub use chain::{
-    BadLine, ChainBreak, LeafInfo, LeafRule, Link, MessageRow, Resolution, ResolveOptions, Stop,
-    Transcript, UnknownLeaf, View, leaf_report, resolve,
+    BadLine, ChainBreak, ChainBridge, LeafInfo, LeafRule, Link, MessageRow, Resolution,
+    ResolveOptions, Stop, Transcript, UnknownLeaf, View, leaf_report, resolve,
 };
 pub use error::{Error, Position, Result, check_id};
 pub use index::facts::FactsCache;

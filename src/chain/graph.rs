@@ -49,6 +49,17 @@ pub trait Graph {
             .map(|(_, i)| i)
     }
 
+    /// The nearest live row before row `i` in map order whose sidechain flag is `sidechain`
+    /// (the candidate of a chain-break bridge, SPEC A8). Scans back from `i`.
+    fn earlier_row(&self, i: usize, sidechain: bool) -> Option<usize> {
+        (0..i).rev().find(|&j| {
+            let h = self.head(j);
+            h.kind != crate::transcript::envelope::Kind::Progress
+                && h.flags.has(Flags::SIDECHAIN) == sidechain
+                && self.get(h.uuid) == Some(j)
+        })
+    }
+
     /// The uuids of the leaves, in map order.
     fn leaf_ids(&self) -> Vec<Id> {
         self.leaves()

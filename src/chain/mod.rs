@@ -94,6 +94,21 @@ pub struct ChainBreak {
     pub reachable_fraction: f64,
 }
 
+/// A chain break the walk bridged to the nearest earlier message (SPEC A8).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ChainBridge {
+    /// The message whose parent is missing.
+    pub child: Id,
+    /// The missing parent.
+    pub missing: Id,
+    /// The message the walk went on from (the child's effective parent in the view).
+    pub to: Id,
+    /// Where the child's line is.
+    pub pos: LinePos,
+    /// How much older the bridge target is than the child (ms, at most 5000).
+    pub gap_ms: i64,
+}
+
 use serde::Serialize;
 
 /// The answer of the reference loader for one transcript.
@@ -107,10 +122,45 @@ pub struct Resolution {
     pub stop: Option<Stop>,
     /// A chain break on the chosen chain, if the walk ended at a missing parent.
     pub chain_break: Option<ChainBreak>,
+    /// Chain breaks bridged by the walk, nearest to the leaf first (empty after
+    /// [`Resolution::strict`]).
+    pub bridges: Vec<ChainBridge>,
+    /// Number of live messages (for the reachable fraction of a break).
+    pub live: usize,
     /// Every leaf, in map order (empty unless [`ResolveOptions::list_leaves`]).
     pub leaves: Vec<Id>,
     /// The hash of the leaf's `sessionId` (metadata is looked up by it).
     pub session: Option<u64>,
+}
+
+impl Resolution {
+    /// The strict walk of SPEC A5 step 9 (`--no-bridge`): the chain ends at the first missing
+    /// parent seen from the leaf, which is reported as the chain break. Parallel results
+    /// spliced after an anchor before the cut go with it.
+    #[must_use]
+    pub fn strict(mut self) -> Resolution {
+        let Some(b) = self.bridges.first().cloned() else {
+            return self;
+        };
+        if let Some(cut) = self.chain.iter().position(|l| l.uuid == b.child) {
+            self.chain.drain(..cut);
+            self.chain[0].parent = Some(b.missing);
+        }
+        #[expect(clippy::cast_precision_loss, reason = "a ratio for people")]
+        let reachable_fraction = self.chain.len() as f64 / self.live.max(1) as f64;
+        self.stop = Some(Stop::MissingParent {
+            child: b.child,
+            parent: b.missing,
+        });
+        self.chain_break = Some(ChainBreak {
+            child: b.child,
+            parent: b.missing,
+            pos: b.pos,
+            reachable_fraction,
+        });
+        self.bridges.clear();
+        self
+    }
 }
 
 /// A requested leaf that is not a live message.
@@ -149,6 +199,8 @@ pub fn resolve_graph<G: Graph, F: Graph>(
             chain: Vec::new(),
             stop: None,
             chain_break: None,
+            bridges: Vec::new(),
+            live: resume.live_count(),
             leaves,
             session: None,
         });
@@ -178,6 +230,8 @@ fn finish(
 ) -> Resolution {
     let w = walk::walk(g, leaf_row, cross);
     let walked: HashSet<usize> = w.rows.iter().copied().collect();
+    let bridged: std::collections::HashMap<usize, usize> =
+        w.bridges.iter().map(|b| (b.child, b.to)).collect();
     let spliced = splice::splice_parallel(g, &w.rows);
     let chain: Vec<Link> = spliced
         .iter()
@@ -187,7 +241,10 @@ fn finish(
                 uuid: h.uuid,
                 pos: g.pos(i),
                 kind: h.kind,
-                parent: g.parent_of(i),
+                parent: match bridged.get(&i) {
+                    Some(&to) => Some(g.head(to).uuid),
+                    None => g.parent_of(i),
+                },
                 spliced: !walked.contains(&i),
                 zero_usage: g.zeroed(h.uuid),
             }
@@ -206,11 +263,27 @@ fn finish(
         }
         _ => None,
     };
+    let bridges = w
+        .bridges
+        .iter()
+        .map(|b| {
+            let (child, to) = (g.head(b.child), g.head(b.to));
+            ChainBridge {
+                child: child.uuid,
+                missing: b.missing,
+                to: to.uuid,
+                pos: g.pos(b.child),
+                gap_ms: child.timestamp - to.timestamp,
+            }
+        })
+        .collect();
     Resolution {
         leaf: Some((leaf_head.uuid, rule)),
         chain,
         stop: Some(w.stop),
         chain_break,
+        bridges,
+        live: g.live_count(),
         leaves,
         session: Some(leaf_head.session),
     }

@@ -62,6 +62,10 @@ pub struct ViewArgs {
     /// Answer from a full scan of the transcript instead of the index.
     #[arg(long)]
     pub no_index: bool,
+    /// The strict walk: stop at a missing parent instead of bridging it to the nearest earlier
+    /// message at most 5 s older (what Claude Code does, and chainlog's default).
+    #[arg(long)]
+    pub no_bridge: bool,
     /// With `--format api`: the request's model; signed thinking of other models is left out.
     #[arg(long, value_name = "MODEL")]
     pub model: Option<String>,
@@ -109,7 +113,15 @@ pub fn emit(cli: &Cli, path: &Path, a: &ViewArgs, out: &mut impl Write) -> CliRe
     };
     let ans = answer(cli, path, opts, a.no_index)?;
     report_problems(path, &ans);
-    let res = &ans.resolution;
+    let resolution = if a.no_bridge {
+        ans.resolution.clone().strict()
+    } else {
+        ans.resolution.clone()
+    };
+    let res = &resolution;
+    if res.leaf.is_none() {
+        return Err(Error::NotFound(format!("{}: no message to resume", path.display())).into());
+    }
     let mut chain = res.chain.clone();
     if let Some(at) = &a.at {
         let id = Id::from_text(at);
@@ -144,6 +156,51 @@ pub fn emit(cli: &Cli, path: &Path, a: &ViewArgs, out: &mut impl Write) -> CliRe
         }
     }
     let interrupt = detect_interrupt(&view);
+    report_breaks(path, res);
+    if cli.json {
+        write_json(
+            out,
+            &json!({"chainlog": {
+                "path": path,
+                "leaf": res.leaf.map(|(id, _)| id.to_string()),
+                "leafRule": res.leaf.map(|(_, r)| r),
+                "messages": view.len(),
+                "interrupt": interrupt,
+                "chainBreak": res.chain_break,
+                "bridges": res.bridges,
+                "badLines": ans.bad_lines.len(),
+                "source": match &ans.source {
+                    chainlog::Source::Index => "index",
+                    chainlog::Source::Transcript(_) => "transcript",
+                },
+            }}),
+        )?;
+    } else {
+        eprintln!(
+            "chainlog: interrupt: {}",
+            serde_json::to_value(interrupt)
+                .unwrap_or_default()
+                .as_str()
+                .unwrap_or("?")
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Prints every bridged chain break, the unbridged one and a cycle on stderr (SPEC A8).
+fn report_breaks(path: &Path, res: &chainlog::Resolution) {
+    for b in &res.bridges {
+        eprintln!(
+            "chainlog: note: {}:{} (byte {}): chain break bridged: parent {} of {} is missing; continued from {}, {} ms older (--no-bridge: stop there)",
+            path.display(),
+            b.pos.line,
+            b.pos.offset,
+            b.missing,
+            b.child,
+            b.to,
+            b.gap_ms
+        );
+    }
     if let Some(b) = &res.chain_break {
         eprintln!(
             "chainlog: warning: {}:{} (byte {}): chain break: parent {} of {} is missing; {:.0}% of messages reachable",
@@ -161,33 +218,4 @@ pub fn emit(cli: &Cli, path: &Path, a: &ViewArgs, out: &mut impl Write) -> CliRe
             path.display()
         );
     }
-    if cli.json {
-        write_json(
-            out,
-            &json!({"chainlog": {
-                "path": path,
-                "leaf": res.leaf.map(|(id, _)| id.to_string()),
-                "leafRule": res.leaf.map(|(_, r)| r),
-                "messages": view.len(),
-                "interrupt": interrupt,
-                "chainBreak": res.chain_break,
-                "badLines": ans.bad_lines.len(),
-                "source": match &ans.source {
-                    chainlog::Source::Index => "index",
-                    chainlog::Source::Transcript(_) => "transcript",
-                },
-            }}),
-        )?;
-    } else if res.leaf.is_none() {
-        eprintln!("chainlog: {}: no message to resume", path.display());
-    } else {
-        eprintln!(
-            "chainlog: interrupt: {}",
-            serde_json::to_value(interrupt)
-                .unwrap_or_default()
-                .as_str()
-                .unwrap_or("?")
-        );
-    }
-    Ok(ExitCode::SUCCESS)
 }
