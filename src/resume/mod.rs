@@ -4,6 +4,7 @@
 pub mod api;
 pub mod body;
 pub mod interrupt;
+pub mod message;
 pub mod text;
 
 pub use api::{ApiOptions, api_messages};
