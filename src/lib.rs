@@ -71,7 +71,8 @@ pub use index::schema::INDEX_SCHEMA_VERSION;
 pub use index::verify::{Difference, verify};
 pub use index::{Answer, Source, Store};
 pub use resume::{
-    ApiOptions, Interrupt, ViewEntry, api_messages, detect as detect_interrupt,
+    ApiOptions, ForkContext, Interrupt, ViewEntry, api_messages, api_messages_of,
+    detect as detect_interrupt, fork_context,
     message::{Block, Message, Role},
     read_view,
     text::render as render_text,

@@ -101,11 +101,48 @@ pub fn run(cli: &Cli, a: &ResumeArgs, out: &mut impl Write) -> CliResult {
                 .unwrap_or_default()
         );
     }
-    emit(cli, target.path(), &a.view, out)
+    let mut prefix = Vec::new();
+    if let Target::Agent { path, .. } = &target
+        && let Some(fork) = chainlog::fork_context(path)?
+    {
+        // A fork agent: the parent's chain up to the spawning tool_use comes first (SPEC A8).
+        let opts = ResolveOptions {
+            leaf: Some(Id::from_text(&fork.parent_last)),
+            view: View::Resume,
+            list_leaves: false,
+        };
+        let ans = answer(cli, &fork.parent_path, opts, a.view.no_index)?;
+        report_problems(&fork.parent_path, &ans);
+        // Up to the spawning line: its own results (spliced) came after the fork started.
+        let mut chain = ans.resolution.chain.clone();
+        let last = Id::from_text(&fork.parent_last);
+        if let Some(cut) = chain.iter().position(|l| l.uuid == last) {
+            chain.truncate(cut + 1);
+        }
+        prefix = read_view(&fork.parent_path, &chain, &ans.names)?;
+        eprintln!(
+            "chainlog: fork agent: context from {} up to {} ({} entries)",
+            fork.parent_path.display(),
+            fork.parent_last,
+            prefix.len()
+        );
+    }
+    emit_with(cli, target.path(), &a.view, prefix, out)
 }
 
 /// Prints the chain of the transcript at `path` as `a` asks.
 pub fn emit(cli: &Cli, path: &Path, a: &ViewArgs, out: &mut impl Write) -> CliResult {
+    emit_with(cli, path, a, Vec::new(), out)
+}
+
+/// [`emit`] with `prefix` (a fork agent's inherited context) before the chain.
+fn emit_with(
+    cli: &Cli,
+    path: &Path,
+    a: &ViewArgs,
+    prefix: Vec<chainlog::ViewEntry>,
+    out: &mut impl Write,
+) -> CliResult {
     a.check()?;
     let opts = ResolveOptions {
         leaf: a.leaf.as_deref().map(Id::from_text),
@@ -135,7 +172,8 @@ pub fn emit(cli: &Cli, path: &Path, a: &ViewArgs, out: &mut impl Write) -> CliRe
         };
         chain.truncate(cut + 1);
     }
-    let view = read_view(path, &chain, &ans.names)?;
+    let mut view = prefix;
+    view.extend(read_view(path, &chain, &ans.names)?);
     if a.format == Format::Api {
         let messages = chainlog::api_messages(
             &view,

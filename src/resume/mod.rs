@@ -3,10 +3,12 @@
 
 pub mod api;
 pub mod body;
+pub mod fork;
 pub mod interrupt;
 pub mod message;
 pub mod text;
 
-pub use api::{ApiOptions, api_messages};
+pub use api::{ApiOptions, api_messages, api_messages_of};
 pub use body::{ViewEntry, read_view};
+pub use fork::{ForkContext, fork_context};
 pub use interrupt::{Interrupt, detect};
