@@ -236,3 +236,28 @@ fn fork_agent_resumes_through_fork_context_ref() {
         assert_eq!(got, [u(1), u(2), u(11), u(12)], "{extra:?}");
     }
 }
+
+/// `leaves` tells parallel dead ends (tool results of a multi-line response) from branches.
+#[test]
+fn leaves_marks_parallel_dead_ends() {
+    let path = util::manifest_dir().join("fixtures/a5/step10_parallel_tools.jsonl");
+    let out = util::chainlog(&["leaves", path.to_str().unwrap(), "--json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let got: Vec<(String, bool)> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .map(|v| {
+            (
+                v["uuid"].as_str().unwrap()[34..].to_owned(),
+                v["parallelDeadEnd"].as_bool().unwrap(),
+            )
+        })
+        .collect();
+    let want =
+        [("05", true), ("06", true), ("12", true), ("14", false)].map(|(u, p)| (u.to_owned(), p));
+    assert_eq!(got, want);
+}

@@ -304,6 +304,9 @@ pub struct LeafInfo {
     pub chain_len: usize,
     /// Whether it is the active leaf.
     pub active: bool,
+    /// A parallel dead end, not a branch: a line of a multi-line response (same `message.id`)
+    /// or a tool result of one, which a resume splices back into its response (step 10).
+    pub parallel: bool,
 }
 
 /// Every leaf with its chain length, for `chainlog leaves`.
@@ -325,7 +328,25 @@ pub fn leaf_report_graph(g: &impl Graph, active: Option<Id>) -> Vec<LeafInfo> {
                 sidechain: h.flags.has(Flags::SIDECHAIN),
                 chain_len: walk::walk(g, i, false).rows.len(),
                 active: Some(h.uuid) == active,
+                parallel: parallel_dead_end(g, i),
             }
         })
         .collect()
+}
+
+/// Whether leaf row `i` belongs to a response written as several lines: an assistant line
+/// whose `message.id` has other lines, or a tool result hanging off such a line.
+fn parallel_dead_end(g: &impl Graph, i: usize) -> bool {
+    let h = g.head(i);
+    let group_of = |row: usize| {
+        let hr = g.head(row);
+        hr.kind == Kind::Assistant && hr.message_id.is_some_and(|mid| g.group(mid).len() > 1)
+    };
+    match h.kind {
+        Kind::Assistant => group_of(i),
+        Kind::User if h.flags.has(Flags::TOOL_RESULT) => {
+            g.parent_of(i).and_then(|p| g.get(p)).is_some_and(group_of)
+        }
+        _ => false,
+    }
 }
