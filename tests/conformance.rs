@@ -472,7 +472,14 @@ fn every_replayed_transcript_matches_the_client() {
         .collect();
     names.sort();
     for dir in names {
-        let claude = corpus.join(dir.file_name().unwrap());
+        // A vendored corpus, or a claude dir the run wrote itself (`sources/<name>`: sessions
+        // of `chainlog gen`, see .ci/run).
+        let own = out.join("sources").join(dir.file_name().unwrap());
+        let claude = if own.is_dir() {
+            own
+        } else {
+            corpus.join(dir.file_name().unwrap())
+        };
         for f in json_files(&dir) {
             let exp = read_json(&f);
             let source = claude.join(exp["source"].as_str().unwrap());
