@@ -160,6 +160,23 @@ fn normalise(messages: &[Value]) -> Vec<Item> {
     items
 }
 
+/// How often `needle` occurs in the `role:"system"` messages.
+fn system_mentions(messages: &[Value], needle: &str) -> usize {
+    messages
+        .iter()
+        .filter(|m| m["role"] == "system")
+        .map(|m| match &m["content"] {
+            Value::String(s) => s.matches(needle).count(),
+            Value::Array(a) => a
+                .iter()
+                .filter_map(text_of)
+                .map(|t| t.matches(needle).count())
+                .sum(),
+            _ => 0,
+        })
+        .sum()
+}
+
 fn is_synthetic(line: &Value) -> bool {
     let ty = line["type"].as_str();
     if ty == Some("assistant") {
@@ -331,6 +348,18 @@ fn check_one(exp: &Value, base: Vec<String>, projects: &Path) -> Result<(), Stri
             }
         } else {
             msgs.extend(new_turn(exp, &known));
+        }
+        // Attachment choice (kit README): hook contexts that hang off parallel tool results are
+        // spliced back with them, so the client's system messages name as many.
+        let (want_hooks, got_hooks) = (
+            system_mentions(exp["messages"].as_array().unwrap(), "PostToolUse"),
+            system_mentions(&msgs, "PostToolUse"),
+        );
+        if want_hooks != got_hooks {
+            let from = if index { "index" } else { "--no-index" };
+            return Err(format!(
+                "chainlog {args:?} ({from}): PostToolUse hook contexts in system messages: client {want_hooks}, chainlog {got_hooks}"
+            ));
         }
         let got = normalise(&msgs);
         if let Some(d) = first_difference(&want, &got) {

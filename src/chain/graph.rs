@@ -30,6 +30,8 @@ pub trait Graph {
     fn group(&self, mid: u64) -> Vec<usize>;
     /// Live tool-result user rows whose effective parent is `parent`, in map order.
     fn tool_results_of(&self, parent: Id) -> Vec<usize>;
+    /// Live attachment rows whose effective parent is `parent`, in map order.
+    fn attachments_of(&self, parent: Id) -> Vec<usize>;
     /// Whether every row is a sidechain message (an agent transcript).
     fn all_sidechain(&self) -> bool;
     /// `leafUuid`s of `last-prompt` entries, in file order.

@@ -54,6 +54,7 @@ pub struct Tree<'t> {
     pub checkpoints: Vec<Id>,
     groups: HashMap<u64, Vec<usize>>,
     results_by_parent: HashMap<Id, Vec<usize>>,
+    attachments_by_parent: HashMap<Id, Vec<usize>>,
 }
 
 /// Which projections to apply.
@@ -106,6 +107,7 @@ impl<'t> Tree<'t> {
             checkpoints: Vec::new(),
             groups: HashMap::new(),
             results_by_parent: HashMap::new(),
+            attachments_by_parent: HashMap::new(),
         };
         tree.bridge_progress(progress);
         if projection == Projection::Resume {
@@ -128,6 +130,9 @@ impl<'t> Tree<'t> {
                 (Kind::Assistant, Some(mid), _) => self.groups.entry(mid).or_default().push(i),
                 (Kind::User, _, Some(p)) if h.flags.has(Flags::TOOL_RESULT) => {
                     self.results_by_parent.entry(p).or_default().push(i);
+                }
+                (Kind::Attachment, _, Some(p)) => {
+                    self.attachments_by_parent.entry(p).or_default().push(i);
                 }
                 _ => {}
             }
@@ -336,6 +341,12 @@ impl Graph for Tree<'_> {
     }
     fn tool_results_of(&self, parent: Id) -> Vec<usize> {
         self.results_by_parent
+            .get(&parent)
+            .cloned()
+            .unwrap_or_default()
+    }
+    fn attachments_of(&self, parent: Id) -> Vec<usize> {
+        self.attachments_by_parent
             .get(&parent)
             .cloned()
             .unwrap_or_default()

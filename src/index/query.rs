@@ -80,6 +80,31 @@ impl IndexGraph {
         row
     }
 
+    /// Live rows whose effective parent is `parent` and whose head passes `keep`, in map order.
+    fn children_where(&self, parent: Id, keep: impl Fn(&MessageHead) -> bool) -> Vec<usize> {
+        let f = self.f();
+        let mut seqs = self.seqs(
+            self.children
+                .range((f, parent.0, 0)..=(f, parent.0, u32::MAX)),
+            |k| k.2,
+        );
+        seqs.extend(
+            self.seqs(
+                self.reparented
+                    .range((f, parent.0, 0)..=(f, parent.0, u32::MAX)),
+                |k| k.2,
+            ),
+        );
+        seqs.sort_unstable();
+        seqs.dedup();
+        seqs.into_iter()
+            .filter(|&i| {
+                let h = self.row(i).head;
+                keep(&h) && self.get(h.uuid) == Some(i) && self.parent_of(i) == Some(parent)
+            })
+            .collect()
+    }
+
     fn has_derived(&self, kind: u8, id: Id) -> bool {
         if let Ok(v) = self.derived.get((self.f(), kind, id.0)) {
             v.is_some()
@@ -236,30 +261,13 @@ impl Graph for IndexGraph {
     }
 
     fn tool_results_of(&self, parent: Id) -> Vec<usize> {
-        let f = self.f();
-        let mut seqs = self.seqs(
-            self.children
-                .range((f, parent.0, 0)..=(f, parent.0, u32::MAX)),
-            |k| k.2,
-        );
-        seqs.extend(
-            self.seqs(
-                self.reparented
-                    .range((f, parent.0, 0)..=(f, parent.0, u32::MAX)),
-                |k| k.2,
-            ),
-        );
-        seqs.sort_unstable();
-        seqs.dedup();
-        seqs.into_iter()
-            .filter(|&i| {
-                let h = self.row(i).head;
-                h.kind == Kind::User
-                    && h.flags.has(Flags::TOOL_RESULT)
-                    && self.get(h.uuid) == Some(i)
-                    && self.parent_of(i) == Some(parent)
-            })
-            .collect()
+        self.children_where(parent, |h| {
+            h.kind == Kind::User && h.flags.has(Flags::TOOL_RESULT)
+        })
+    }
+
+    fn attachments_of(&self, parent: Id) -> Vec<usize> {
+        self.children_where(parent, |h| h.kind == Kind::Attachment)
     }
 
     fn all_sidechain(&self) -> bool {
