@@ -61,8 +61,8 @@ pub use catalog::{
     resolve_target, scan_session_facts, session_agents, session_facts,
 };
 pub use chain::{
-    BadLine, ChainBreak, LeafInfo, LeafRule, Link, MessageRow, Resolution, ResolveOptions, Stop,
-    Transcript, UnknownLeaf, View, leaf_report, resolve,
+    BadLine, ChainBreak, ChainBridge, LeafInfo, LeafRule, Link, MessageRow, Resolution,
+    ResolveOptions, Stop, Transcript, UnknownLeaf, View, leaf_report, resolve,
 };
 pub use error::{Error, Position, Result, check_id};
 pub use export::{
@@ -75,7 +75,8 @@ pub use index::state::IndexFault;
 pub use index::verify::{Difference, verify};
 pub use index::{Answer, Source, Store};
 pub use resume::{
-    Interrupt, ViewEntry, detect as detect_interrupt,
+    ApiOptions, ForkContext, Interrupt, ViewEntry, api_messages, api_messages_of,
+    detect as detect_interrupt, fork_context,
     message::{Block, Message, Role},
     read_view,
     text::render as render_text,

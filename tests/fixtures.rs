@@ -56,6 +56,12 @@ struct Expect {
     metadata: Option<serde_json::Map<String, Value>>,
     #[serde(default)]
     load_as: Option<String>,
+    /// Messages whose missing parent the walk bridged (resume view; SPEC A8).
+    #[serde(default)]
+    bridges: Vec<String>,
+    /// The resume view of the strict walk (`--no-bridge`), when it differs.
+    #[serde(default)]
+    strict_resume: Option<Vec<String>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -137,6 +143,7 @@ fn check(dir: &str, name: &str) {
 fn leaf_rule_name(rule: LeafRule) -> &'static str {
     match rule {
         LeafRule::LastPrompt => "last-prompt",
+        LeafRule::NewerThanCheckpoint => "newer-than-checkpoint",
         LeafRule::Newest => "newest",
         LeafRule::NewestSidechain => "newest (agent)",
         LeafRule::Requested => "requested",
@@ -211,6 +218,7 @@ fn check_leaf(r: &mut Report, l: &Loaded, exp: &Expect) {
         (Some("newest"), Some("agent")) => Some("newest (agent)"),
         (Some("newest"), None) => Some("newest"),
         (Some("last-prompt"), None) => Some("last-prompt"),
+        (Some("newer-than-checkpoint"), None) => Some("newer-than-checkpoint"),
         (None, _) => None,
         (rule, load_as) => panic!("unknown leaf_rule {rule:?} / load_as {load_as:?} in the schema"),
     };
@@ -300,6 +308,24 @@ fn check_stops(r: &mut Report, l: &Loaded, exp: &Expect) {
         &shorts(&exp.full_breaks),
         &breaks(&l.full),
     );
+    r.eq(
+        "bridges (resume view)",
+        &shorts(&exp.bridges),
+        &l.names(l.res.bridges.iter().map(|b| b.child)),
+    );
+    let strict = l.res.clone().strict();
+    r.eq(
+        "strict_resume (Resolution::strict)",
+        &shorts(exp.strict_resume.as_ref().unwrap_or(&exp.resume)),
+        &l.names(strict.chain.iter().map(|x| x.uuid)),
+    );
+    if !exp.bridges.is_empty() {
+        r.eq(
+            "strict walk reports the first bridge as the break",
+            &shorts(&exp.bridges[..1]),
+            &l.names(strict.chain_break.iter().map(|b| b.child)),
+        );
+    }
     for (view, res) in [("resume", &l.res), ("full", &l.full)] {
         let stop_says_break = matches!(res.stop, Some(Stop::MissingParent { .. }));
         if stop_says_break != res.chain_break.is_some() {
@@ -488,6 +514,20 @@ fn check_read_view(r: &mut Report, view: &str, jsonl: &Path, t: &Transcript, res
 
 /// The binary prints what the library resolves.
 fn check_cli(r: &mut Report, jsonl: &Path, exp: &Expect) {
+    if exp.leaf.is_none() {
+        // Nothing to resume: exit 1 (not found), in both views.
+        for extra in [&[][..], &["--full"][..]] {
+            let mut args = vec!["resume", jsonl.to_str().expect("utf-8 path")];
+            args.extend_from_slice(extra);
+            let out = util::chainlog(&args);
+            r.eq(
+                &format!("cli resume {extra:?} with no message: exit code"),
+                &Some(1),
+                &out.status.code(),
+            );
+        }
+        return;
+    }
     match util::cli_resume_uuids(jsonl, &[]) {
         Ok(got) => r.eq(
             "cli resume --format uuids",
@@ -495,6 +535,16 @@ fn check_cli(r: &mut Report, jsonl: &Path, exp: &Expect) {
             &shorts(&got),
         ),
         Err(e) => r.fail("cli resume", &e),
+    }
+    if let Some(strict) = &exp.strict_resume {
+        match util::cli_resume_uuids(jsonl, &["--no-bridge"]) {
+            Ok(got) => r.eq(
+                "cli resume --no-bridge --format uuids",
+                &shorts(strict),
+                &shorts(&got),
+            ),
+            Err(e) => r.fail("cli resume --no-bridge", &e),
+        }
     }
     match util::cli_resume_uuids(jsonl, &["--full"]) {
         Ok(got) => r.eq(
@@ -558,6 +608,7 @@ fixtures! {
         step10_parallel_tools,
         step10_splice_order,
         step11_chain_break,
+        step11_bridge_within_5s,
         step1_skip_unparsable,
         step2_duplicate_uuid,
         step3_progress_after_child,
@@ -569,6 +620,7 @@ fixtures! {
         step6_snip,
         step7_leaves_tool_tips,
         step8_leaf_last_prompt,
+        step8_leaf_stale_checkpoint,
         step8_leaf_last_prompt_unknown,
         step8_leaf_tie,
         step8_leaf_timestamp,

@@ -277,8 +277,24 @@ fn check_leaf_choice(t: &Transcript, r: &Resolution, ctx: &str) -> TestResult {
             .map(|l| l.uuid)
     };
     let all_sidechain = t.rows.iter().all(|r| r.head.flags.has(Flags::SIDECHAIN));
+    // A stale checkpoint (a user/assistant leaf descends from it) loses to the newest such
+    // leaf (SPEC A5 step 8a amended).
+    let below = |c: Id| {
+        report
+            .iter()
+            .filter(|l| l.kind.is_turn() && !l.sidechain && l.uuid != c)
+            .filter(|l| {
+                resolve(t, opts(Some(l.uuid), View::Resume))
+                    .is_ok_and(|r| r.chain.iter().any(|x| x.uuid == c && !x.spliced))
+            })
+            .max_by_key(|l| (l.timestamp, pos[&l.uuid]))
+            .map(|l| l.uuid)
+    };
     let want = if let Some(c) = checkpoint {
-        Some((c, LeafRule::LastPrompt))
+        match below(c) {
+            Some(n) => Some((n, LeafRule::NewerThanCheckpoint)),
+            None => Some((c, LeafRule::LastPrompt)),
+        }
     } else if let Some(n) = newest(false) {
         Some((n, LeafRule::Newest))
     } else if all_sidechain {

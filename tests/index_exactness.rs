@@ -283,7 +283,8 @@ fn dangling_parent_healed_by_a_later_append() {
         msg(4, Some(3), "user", ""),
         msg(5, Some(4), "assistant", ""),
     ]);
-    assert_eq!(c.assert_exact(), [id(4), id(5)]);
+    // The missing parent is bridged to the nearest earlier message (≤ 5 s older, SPEC A8).
+    assert_eq!(c.assert_exact(), [id(1), id(2), id(4), id(5)]);
     c.append(&[msg(3, Some(2), "system", "")]);
     assert_eq!(c.assert_exact(), [id(1), id(2), id(3), id(4), id(5)]);
 }

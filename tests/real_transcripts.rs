@@ -348,6 +348,7 @@ fn chain_uuids(t: &Transcript, res: &Resolution) -> Vec<String> {
 fn rule_name(rule: LeafRule) -> &'static str {
     match rule {
         LeafRule::LastPrompt => "last-prompt",
+        LeafRule::NewerThanCheckpoint => "newer-than-checkpoint",
         LeafRule::Newest => "newest",
         LeafRule::NewestSidechain => "newest-sidechain",
         LeafRule::Requested => "requested",
@@ -698,6 +699,14 @@ fn cli_prints_what_the_library_resolves() {
         for (view, flags) in [(View::Resume, &[][..]), (View::Full, &["--full"][..])] {
             let want = resolve_view(&t, view).map(|r| chain_uuids(&t, &r));
             let got = util::cli_resume_uuids(&path, flags);
+            // Nothing to resume: the binary exits 1 (not found) instead of printing nothing.
+            let (want, got) = match (&want, &got) {
+                (Ok(w), Err(e)) if w.is_empty() && e.contains("exit status: 1") => {
+                    (Ok(Vec::new()), Ok(Vec::new()))
+                }
+                (Ok(w), Ok(_)) if w.is_empty() => (want, Err("exit 0 with no message".into())),
+                _ => (want, got),
+            };
             expect_eq(
                 &mut failures,
                 file,

@@ -36,6 +36,8 @@ pub trait Graph {
     fn group(&self, mid: u64) -> Result<Vec<usize>, Self::Error>;
     /// Live tool-result user rows whose effective parent is `parent`, in map order.
     fn tool_results_of(&self, parent: Id) -> Result<Vec<usize>, Self::Error>;
+    /// Live attachment rows whose effective parent is `parent`, in map order.
+    fn attachments_of(&self, parent: Id) -> Result<Vec<usize>, Self::Error>;
     /// Whether every row is a sidechain message (an agent transcript).
     fn all_sidechain(&self) -> bool;
     /// `leafUuid`s of `last-prompt` entries, in file order.
@@ -52,6 +54,21 @@ pub trait Graph {
             }
         }
         Ok(best.map(|(_, i)| i))
+    }
+
+    /// The nearest live row before row `i` in map order whose sidechain flag is `sidechain`
+    /// (the candidate of a chain-break bridge, SPEC A8). Scans back from `i`.
+    fn earlier_row(&self, i: usize, sidechain: bool) -> Result<Option<usize>, Self::Error> {
+        for j in (0..i).rev() {
+            let h = self.head(j)?;
+            if h.kind != crate::transcript::envelope::Kind::Progress
+                && h.flags.has(Flags::SIDECHAIN) == sidechain
+                && self.get(h.uuid)? == Some(j)
+            {
+                return Ok(Some(j));
+            }
+        }
+        Ok(None)
     }
 
     /// The uuids of the leaves, in map order.

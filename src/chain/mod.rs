@@ -94,6 +94,21 @@ pub struct ChainBreak {
     pub reachable_fraction: f64,
 }
 
+/// A chain break the walk bridged to the nearest earlier message (SPEC A8).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ChainBridge {
+    /// The message whose parent is missing.
+    pub child: Id,
+    /// The missing parent.
+    pub missing: Id,
+    /// The message the walk went on from (the child's effective parent in the view).
+    pub to: Id,
+    /// Where the child's line is.
+    pub pos: LinePos,
+    /// How much older the bridge target is than the child (ms, at most 5000).
+    pub gap_ms: i64,
+}
+
 use serde::Serialize;
 
 /// The answer of the reference loader for one transcript.
@@ -107,10 +122,45 @@ pub struct Resolution {
     pub stop: Option<Stop>,
     /// A chain break on the chosen chain, if the walk ended at a missing parent.
     pub chain_break: Option<ChainBreak>,
+    /// Chain breaks bridged by the walk, nearest to the leaf first (empty after
+    /// [`Resolution::strict`]).
+    pub bridges: Vec<ChainBridge>,
+    /// Number of live messages (for the reachable fraction of a break).
+    pub live: usize,
     /// Every leaf, in map order (empty unless [`ResolveOptions::list_leaves`]).
     pub leaves: Vec<Id>,
     /// The hash of the leaf's `sessionId` (metadata is looked up by it).
     pub session: Option<u64>,
+}
+
+impl Resolution {
+    /// The strict walk of SPEC A5 step 9 (`--no-bridge`): the chain ends at the first missing
+    /// parent seen from the leaf, which is reported as the chain break. Parallel results
+    /// spliced after an anchor before the cut go with it.
+    #[must_use]
+    pub fn strict(mut self) -> Resolution {
+        let Some(b) = self.bridges.first().cloned() else {
+            return self;
+        };
+        if let Some(cut) = self.chain.iter().position(|l| l.uuid == b.child) {
+            self.chain.drain(..cut);
+            self.chain[0].parent = Some(b.missing);
+        }
+        #[expect(clippy::cast_precision_loss, reason = "a ratio for people")]
+        let reachable_fraction = self.chain.len() as f64 / self.live.max(1) as f64;
+        self.stop = Some(Stop::MissingParent {
+            child: b.child,
+            parent: b.missing,
+        });
+        self.chain_break = Some(ChainBreak {
+            child: b.child,
+            parent: b.missing,
+            pos: b.pos,
+            reachable_fraction,
+        });
+        self.bridges.clear();
+        self
+    }
 }
 
 /// A requested leaf that is not a live message.
@@ -158,6 +208,8 @@ where
             chain: Vec::new(),
             stop: None,
             chain_break: None,
+            bridges: Vec::new(),
+            live: resume.live_count(),
             leaves,
             session: None,
         }));
@@ -192,11 +244,15 @@ fn finish<G: Graph>(
     let mut chain = Vec::with_capacity(spliced.len());
     for &i in &spliced {
         let h = g.head(i)?;
+        let parent = match w.bridges.iter().find(|b| b.child == i) {
+            Some(b) => Some(g.head(b.to)?.uuid),
+            None => g.parent_of(i)?,
+        };
         chain.push(Link {
             uuid: h.uuid,
             pos: g.pos(i)?,
             kind: h.kind,
-            parent: g.parent_of(i)?,
+            parent,
             spliced: !walked.contains(&i),
             zero_usage: g.zeroed(h.uuid)?,
         });
@@ -215,11 +271,24 @@ fn finish<G: Graph>(
         }
         _ => None,
     };
+    let mut bridges = Vec::with_capacity(w.bridges.len());
+    for b in &w.bridges {
+        let (child, to) = (g.head(b.child)?.into_owned(), g.head(b.to)?);
+        bridges.push(ChainBridge {
+            child: child.uuid,
+            missing: b.missing,
+            to: to.uuid,
+            pos: g.pos(b.child)?,
+            gap_ms: child.timestamp - to.timestamp,
+        });
+    }
     Ok(Resolution {
         leaf: Some((leaf_head.uuid, rule)),
         chain,
         stop: Some(w.stop),
         chain_break,
+        bridges,
+        live: g.live_count(),
         leaves,
         session: Some(leaf_head.session),
     })
@@ -240,6 +309,9 @@ pub struct LeafInfo {
     pub chain_len: usize,
     /// Whether it is the active leaf.
     pub active: bool,
+    /// A parallel dead end, not a branch: a line of a multi-line response (same `message.id`)
+    /// or a tool result of one, which a resume splices back into its response (step 10).
+    pub parallel: bool,
 }
 
 /// Every leaf with its chain length, for `chainlog leaves`.
@@ -260,7 +332,32 @@ pub fn leaf_report_graph<G: Graph>(g: &G, active: Option<Id>) -> Result<Vec<Leaf
             sidechain: h.flags.has(Flags::SIDECHAIN),
             chain_len: walk::walk(g, i, false)?.rows.len(),
             active: Some(h.uuid) == active,
+            parallel: parallel_dead_end(g, i)?,
         });
     }
     Ok(out)
+}
+
+/// Whether leaf row `i` belongs to a response written as several lines: an assistant line
+/// whose `message.id` has other lines, or a tool result hanging off such a line.
+fn parallel_dead_end<G: Graph>(g: &G, i: usize) -> Result<bool, G::Error> {
+    let group_of = |row: usize| -> Result<bool, G::Error> {
+        let hr = g.head(row)?;
+        Ok(match (hr.kind, hr.message_id) {
+            (Kind::Assistant, Some(mid)) => g.group(mid)?.len() > 1,
+            _ => false,
+        })
+    };
+    let h = g.head(i)?;
+    match h.kind {
+        Kind::Assistant => group_of(i),
+        Kind::User if h.flags.has(Flags::TOOL_RESULT) => match g.parent_of(i)? {
+            Some(p) => match g.get(p)? {
+                Some(row) => group_of(row),
+                None => Ok(false),
+            },
+            None => Ok(false),
+        },
+        _ => Ok(false),
+    }
 }

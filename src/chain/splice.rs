@@ -68,7 +68,20 @@ pub fn splice_parallel<G: Graph>(g: &G, chain: &[usize]) -> Result<Vec<usize>, G
         sort_by_time(g, &mut siblings)?;
         sort_by_time(g, &mut results)?;
         let mut recovered = siblings;
-        recovered.extend(results);
+        for r in results {
+            recovered.push(r);
+            // Attachments chained after a recovered result (hook additional context) come
+            // with it, as the client loads them (SPEC A8).
+            let mut at = g.head(r)?.uuid;
+            while let Some(a) = g
+                .attachments_of(at)?
+                .into_iter()
+                .find(|a| !seen.contains(a) && !recovered.contains(a))
+            {
+                recovered.push(a);
+                at = g.head(a)?.uuid;
+            }
+        }
         seen.extend(recovered.iter().copied());
         inserts.insert(anchor_of[&mid], recovered);
     }

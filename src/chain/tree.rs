@@ -55,6 +55,7 @@ pub struct Tree<'t> {
     pub checkpoints: Vec<Id>,
     groups: HashMap<u64, Vec<usize>>,
     results_by_parent: HashMap<Id, Vec<usize>>,
+    attachments_by_parent: HashMap<Id, Vec<usize>>,
 }
 
 /// Which projections to apply.
@@ -107,6 +108,7 @@ impl<'t> Tree<'t> {
             checkpoints: Vec::new(),
             groups: HashMap::new(),
             results_by_parent: HashMap::new(),
+            attachments_by_parent: HashMap::new(),
         };
         tree.bridge_progress(progress);
         if projection == Projection::Resume {
@@ -129,6 +131,9 @@ impl<'t> Tree<'t> {
                 (Kind::Assistant, Some(mid), _) => self.groups.entry(mid).or_default().push(i),
                 (Kind::User, _, Some(p)) if h.flags.has(Flags::TOOL_RESULT) => {
                     self.results_by_parent.entry(p).or_default().push(i);
+                }
+                (Kind::Attachment, _, Some(p)) => {
+                    self.attachments_by_parent.entry(p).or_default().push(i);
                 }
                 _ => {}
             }
@@ -339,6 +344,13 @@ impl Graph for Tree<'_> {
     fn tool_results_of(&self, parent: Id) -> Result<Vec<usize>, Infallible> {
         Ok(self
             .results_by_parent
+            .get(&parent)
+            .cloned()
+            .unwrap_or_default())
+    }
+    fn attachments_of(&self, parent: Id) -> Result<Vec<usize>, Infallible> {
+        Ok(self
+            .attachments_by_parent
             .get(&parent)
             .cloned()
             .unwrap_or_default())

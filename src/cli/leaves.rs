@@ -55,6 +55,7 @@ pub fn run(cli: &Cli, a: &LeavesArgs, out: &mut impl Write) -> CliResult {
                     "sidechain": l.sidechain,
                     "chainLength": l.chain_len,
                     "active": l.active,
+                    "parallelDeadEnd": l.parallel,
                     "rule": if l.active { rule } else { None },
                 }),
             )?;
@@ -63,18 +64,19 @@ pub fn run(cli: &Cli, a: &LeavesArgs, out: &mut impl Write) -> CliResult {
     }
     writeln!(
         out,
-        "{:<38} {:<9} {:<24} {:>6} {:<9} active",
-        "leaf", "type", "tip time", "chain", "sidechain"
+        "{:<38} {:<9} {:<24} {:>6} {:<9} {:<13} active",
+        "leaf", "type", "tip time", "chain", "sidechain", "kind"
     )?;
     for l in &report {
         writeln!(
             out,
-            "{:<38} {:<9} {:<24} {:>6} {:<9} {}",
+            "{:<38} {:<9} {:<24} {:>6} {:<9} {:<13} {}",
             t.names.name(l.uuid),
             l.kind.as_str(),
             format_ms(l.timestamp),
             l.chain_len,
             if l.sidechain { "yes" } else { "no" },
+            if l.parallel { "parallel end" } else { "branch" },
             if l.active { "*" } else { "" }
         )?;
     }

@@ -15,8 +15,16 @@ use super::{Cli, CliResult, answer, report_problems, write_json};
 /// How to print the view.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
-    /// The entries as they will be handed to the model, one JSON line each.
+    /// The resume view's entries, one JSON line each, byte-identical to the transcript except
+    /// where the projections changed a line (re-pointed parent, zeroed usage, upgraded
+    /// legacy shape). System entries, API errors and unanswered calls are still there.
     Jsonl,
+    /// One JSON document `{"messages": [...]}`: what the client sends the model built from
+    /// the view (SPEC A8): lines of one response regrouped, tool results grouped, system
+    /// entries dropped (local commands sent as user text), API errors dropped, pairing
+    /// repaired, "No response requested." added. Without the new prompt and request-time
+    /// `<system-reminder>` injections.
+    Api,
     /// One uuid per line.
     Uuids,
     /// A readable transcript.
@@ -55,6 +63,13 @@ pub struct ViewArgs {
     /// Answer from a full scan of the transcript instead of the index.
     #[arg(long)]
     pub no_index: bool,
+    /// The strict walk: stop at a missing parent instead of bridging it to the nearest earlier
+    /// message at most 5 s older (what Claude Code does, and chainlog's default).
+    #[arg(long)]
+    pub no_bridge: bool,
+    /// With `--format api`: the request's model; signed thinking of other models is left out.
+    #[arg(long, value_name = "MODEL")]
+    pub model: Option<String>,
 }
 
 impl ViewArgs {
@@ -86,7 +101,33 @@ pub fn run(cli: &Cli, a: &ResumeArgs, out: &mut impl Write) -> CliResult {
                 .unwrap_or_default()
         );
     }
-    emit(cli, target.path(), &a.view, out)
+    let mut prefix = Vec::new();
+    if let Target::Agent { path, .. } = &target
+        && let Some(fork) = chainlog::fork_context(path)?
+    {
+        // A fork agent: the parent's chain up to the spawning tool_use comes first (SPEC A8).
+        let opts = ResolveOptions {
+            leaf: Some(Id::from_text(&fork.parent_last)),
+            view: View::Resume,
+            list_leaves: false,
+        };
+        let ans = answer(cli, &fork.parent_path, opts, a.view.no_index)?;
+        report_problems(&fork.parent_path, &ans);
+        // Up to the spawning line: its own results (spliced) came after the fork started.
+        let mut chain = ans.resolution.chain.clone();
+        let last = Id::from_text(&fork.parent_last);
+        if let Some(cut) = chain.iter().position(|l| l.uuid == last) {
+            chain.truncate(cut + 1);
+        }
+        prefix = read_view(&fork.parent_path, &chain, &ans.names)?;
+        eprintln!(
+            "chainlog: fork agent: context from {} up to {} ({} entries)",
+            fork.parent_path.display(),
+            fork.parent_last,
+            prefix.len()
+        );
+    }
+    emit_with(cli, target.path(), &a.view, prefix, out)
 }
 
 /// How often `resume` resolves again when the file changed while it was read.
@@ -107,9 +148,21 @@ fn resolve_and_read(
     path: &Path,
     opts: &ResolveOptions,
     a: &ViewArgs,
-) -> Result<(chainlog::Answer, Vec<chainlog::ViewEntry>), Error> {
+) -> Result<
+    (
+        chainlog::Answer,
+        chainlog::Resolution,
+        Vec<chainlog::ViewEntry>,
+    ),
+    Error,
+> {
     let ans = answer(cli, path, *opts, a.no_index)?;
-    let mut chain = ans.resolution.chain.clone();
+    let resolution = if a.no_bridge {
+        ans.resolution.clone().strict()
+    } else {
+        ans.resolution.clone()
+    };
+    let mut chain = resolution.chain.clone();
     if let Some(at) = &a.at {
         let id = Id::from_text(at);
         let Some(cut) = chain.iter().position(|l| l.uuid == id) else {
@@ -121,11 +174,22 @@ fn resolve_and_read(
         chain.truncate(cut + 1);
     }
     let view = read_view(path, &chain, &ans.names)?;
-    Ok((ans, view))
+    Ok((ans, resolution, view))
 }
 
 /// Prints the chain of the transcript at `path` as `a` asks.
 pub fn emit(cli: &Cli, path: &Path, a: &ViewArgs, out: &mut impl Write) -> CliResult {
+    emit_with(cli, path, a, Vec::new(), out)
+}
+
+/// [`emit`] with `prefix` (a fork agent's inherited context) before the chain.
+fn emit_with(
+    cli: &Cli,
+    path: &Path,
+    a: &ViewArgs,
+    prefix: Vec<chainlog::ViewEntry>,
+    out: &mut impl Write,
+) -> CliResult {
     a.check()?;
     let opts = ResolveOptions {
         leaf: a.leaf.as_deref().map(Id::from_text),
@@ -135,7 +199,7 @@ pub fn emit(cli: &Cli, path: &Path, a: &ViewArgs, out: &mut impl Write) -> CliRe
     // The file can change between resolving and reading (a tombstone truncates the tail):
     // resolve again from the new state, a few times.
     let mut tries = 0;
-    let (ans, view) = loop {
+    let (ans, resolution, body) = loop {
         match resolve_and_read(cli, path, &opts, a) {
             Err(e) if tries < RACE_RETRIES && changed_under_us(&e) => {
                 tries += 1;
@@ -145,7 +209,21 @@ pub fn emit(cli: &Cli, path: &Path, a: &ViewArgs, out: &mut impl Write) -> CliRe
         }
     };
     report_problems(path, &ans);
-    let res = &ans.resolution;
+    let res = &resolution;
+    if res.leaf.is_none() {
+        return Err(Error::NotFound(format!("{}: no message to resume", path.display())).into());
+    }
+    let mut view = prefix;
+    view.extend(body);
+    if a.format == Format::Api {
+        let messages = chainlog::api_messages(
+            &view,
+            &chainlog::ApiOptions {
+                model: a.model.clone(),
+            },
+        );
+        write_json(out, &json!({ "messages": messages }))?;
+    }
     for e in &view {
         match a.format {
             Format::Uuids => writeln!(out, "{}", ans.names.name(e.link.uuid))?,
@@ -154,9 +232,55 @@ pub fn emit(cli: &Cli, path: &Path, a: &ViewArgs, out: &mut impl Write) -> CliRe
                 out.write_all(b"\n")?;
             }
             Format::Text => write!(out, "{}", chainlog::render_text(e))?,
+            Format::Api => {}
         }
     }
     let interrupt = detect_interrupt(&view);
+    report_breaks(path, res);
+    if cli.json {
+        write_json(
+            out,
+            &json!({"chainlog": {
+                "path": path,
+                "leaf": res.leaf.map(|(id, _)| id.to_string()),
+                "leafRule": res.leaf.map(|(_, r)| r),
+                "messages": view.len(),
+                "interrupt": interrupt,
+                "chainBreak": res.chain_break,
+                "bridges": res.bridges,
+                "badLines": ans.bad_lines.len(),
+                "source": match &ans.source {
+                    chainlog::Source::Index => "index",
+                    chainlog::Source::Transcript(_) => "transcript",
+                },
+            }}),
+        )?;
+    } else {
+        eprintln!(
+            "chainlog: interrupt: {}",
+            serde_json::to_value(interrupt)
+                .unwrap_or_default()
+                .as_str()
+                .unwrap_or("?")
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Prints every bridged chain break, the unbridged one and a cycle on stderr (SPEC A8).
+fn report_breaks(path: &Path, res: &chainlog::Resolution) {
+    for b in &res.bridges {
+        eprintln!(
+            "chainlog: note: {}:{} (byte {}): chain break bridged: parent {} of {} is missing; continued from {}, {} ms older (--no-bridge: stop there)",
+            path.display(),
+            b.pos.line,
+            b.pos.offset,
+            b.missing,
+            b.child,
+            b.to,
+            b.gap_ms
+        );
+    }
     if let Some(b) = &res.chain_break {
         eprintln!(
             "chainlog: warning: {}:{} (byte {}): chain break: parent {} of {} is missing; {:.0}% of messages reachable",
@@ -174,33 +298,4 @@ pub fn emit(cli: &Cli, path: &Path, a: &ViewArgs, out: &mut impl Write) -> CliRe
             path.display()
         );
     }
-    if cli.json {
-        write_json(
-            out,
-            &json!({"chainlog": {
-                "path": path,
-                "leaf": res.leaf.map(|(id, _)| id.to_string()),
-                "leafRule": res.leaf.map(|(_, r)| r),
-                "messages": view.len(),
-                "interrupt": interrupt,
-                "chainBreak": res.chain_break,
-                "badLines": ans.bad_lines.len(),
-                "source": match &ans.source {
-                    chainlog::Source::Index => "index",
-                    chainlog::Source::Transcript(_) => "transcript",
-                },
-            }}),
-        )?;
-    } else if res.leaf.is_none() {
-        eprintln!("chainlog: {}: no message to resume", path.display());
-    } else {
-        eprintln!(
-            "chainlog: interrupt: {}",
-            serde_json::to_value(interrupt)
-                .unwrap_or_default()
-                .as_str()
-                .unwrap_or("?")
-        );
-    }
-    Ok(ExitCode::SUCCESS)
 }

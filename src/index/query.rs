@@ -143,6 +143,16 @@ impl Graph for IndexGraph {
             .collect())
     }
 
+    fn attachments_of(&self, parent: Id) -> Result<Vec<usize>, IndexFault> {
+        Ok(self
+            .dec
+            .children_of(parent)?
+            .into_iter()
+            .filter(|(_, r)| r.head.kind == Kind::Attachment)
+            .map(|(s, _)| s as usize)
+            .collect())
+    }
+
     fn all_sidechain(&self) -> bool {
         self.st().main_rows == 0
     }

@@ -1,11 +1,15 @@
 //! From a resolved chain to what a resume hands over: the lines of the view read by offset,
 //! projected (parents re-pointed, usage zeroed), rendered, and checked for interrupts.
 
+pub mod api;
 pub mod body;
+pub mod fork;
 pub mod interrupt;
 pub mod message;
 pub mod shallow;
 pub mod text;
 
+pub use api::{ApiOptions, api_messages, api_messages_of};
 pub use body::{ViewEntry, read_view};
+pub use fork::{ForkContext, fork_context};
 pub use interrupt::{Interrupt, detect};
