@@ -234,6 +234,48 @@ fn dedup_by_index_and_the_prefix_rule_but_never_for_sidechains() {
 }
 
 #[test]
+fn a_flush_of_only_duplicates_keeps_the_cursor_it_moved() {
+    // The shrunk case of the property test (seed 0: [Repeat(0), Remove, Assistant, ...]): a
+    // flush that writes nothing must not lose track of where the file ends, or the next flush
+    // reads the whole file as a foreign append and moves the cursor to its last message.
+    let e = env();
+    let sid = "77777777-7777-4777-8777-777777777777";
+    let mut w = e
+        .store
+        .writer(&e.project, sid, WriterOptions::new("/w"))
+        .unwrap();
+    let u1 = w.append(user("a")).unwrap().unwrap();
+    let a1 = w.append(assistant("b")).unwrap().unwrap();
+    w.close().unwrap();
+    let mut w = e
+        .store
+        .writer(&e.project, sid, WriterOptions::new("/w"))
+        .unwrap();
+    assert_eq!(w.cursor(), Some(a1.as_str()), "starts at the resume tip");
+    let mut again = user("a");
+    again["uuid"] = u1.clone().into();
+    w.append(again).unwrap();
+    let report = w.flush().unwrap();
+    assert_eq!(report.duplicates, std::slice::from_ref(&u1));
+    assert_eq!(report.bytes, 0);
+    assert_eq!(
+        w.cursor(),
+        Some(u1.as_str()),
+        "prefix rule: cursor moved to u1"
+    );
+    w.append(assistant("c")).unwrap();
+    w.flush().unwrap();
+    let ls = lines(w.path());
+    assert_eq!(ls.len(), 3);
+    assert_eq!(
+        ls[2]["parentUuid"],
+        u1.as_str(),
+        "the cursor the duplicate-only flush moved is kept"
+    );
+    assert_index_agrees(&e.store, w.path());
+}
+
+#[test]
 fn an_invalid_entry_queues_nothing_of_its_batch() {
     let e = env();
     let mut w = e
@@ -664,7 +706,6 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
 
     #[test]
-    #[ignore = "diverges since the #10 chain fixes merged: seed 0, [Repeat(0), Remove, Assistant, ToolPair, Remove] gives the first appended line the resume tip as parent instead of the repeated uuid; open defect, see the session note"]
     fn random_write_sequences_match_the_model(seed in 0u64..1000, ops in prop::collection::vec(op(), 1..24)) {
         run_ops(seed, &ops);
     }

@@ -173,6 +173,13 @@ impl Sink {
                 return Err(e);
             }
         };
+        if buf.is_empty() {
+            // Only duplicates (the prefix rule may have moved the cursor): nothing to write, and
+            // `known_len` from `sync_tail` stays right. It must not be taken from the descriptor:
+            // an `O_APPEND` file's offset moves only with a write, so it would read 0 here and
+            // the next flush would take the whole file for a foreign append.
+            return Ok(out);
+        }
         if let Err(e) = file
             .write_all(&buf)
             .and_then(|()| if fsync { file.sync_data() } else { Ok(()) })
