@@ -63,6 +63,7 @@ pub use chain::{
 pub use error::{Error, Position, Result, check_id};
 pub use index::facts::FactsCache;
 pub use index::ingest::CatchUp;
+pub use index::open::page_reads as index_page_reads;
 pub use index::schema::INDEX_SCHEMA_VERSION;
 pub use index::verify::{Difference, verify};
 pub use index::{Answer, Source, Store};
