@@ -61,7 +61,7 @@ impl IndexDb {
         let mut attempt = 0;
         let db = loop {
             attempt += 1;
-            match super::wait::waiting(|| builder().create(path)) {
+            match create_isolated(path) {
                 Ok(db) => break db,
                 Err(DatabaseError::DatabaseAlreadyOpen | DatabaseError::LockProtocolMismatch)
                     if attempt < OPEN_ATTEMPTS =>
@@ -90,13 +90,12 @@ impl IndexDb {
         };
         if !idx.fresh && !verified {
             // Pages changed since chainlog last verified or wrote them: check every checksum.
-            let ok = matches!(idx.db_mut().check_integrity(), Ok(true));
+            let ok = matches!(isolate(|| idx.db_mut().check_integrity()), Some(Ok(true)));
             if !ok {
                 drop(idx.handle.take());
                 std::fs::remove_file(path).map_err(|e| index_error(path, e))?;
                 create_private_file(path).map_err(|e| index_error(path, e))?;
-                let db = super::wait::waiting(|| builder().create(path))
-                    .map_err(|e| index_error(path, e))?;
+                let db = create_isolated(path).map_err(|e| index_error(path, e))?;
                 idx.handle = Some(db);
                 idx.fresh = true;
             }
@@ -185,7 +184,7 @@ pub fn open_read_only(path: &Path) -> Option<redb::ReadOnlyDatabase> {
     if !is_verified(path) {
         return None;
     }
-    let db = super::wait::waiting(|| builder().open_read_only(path)).ok()?;
+    let db = isolate(|| super::wait::waiting(|| builder().open_read_only(path)))?.ok()?;
     let version = {
         let txn = super::wait::waiting(|| db.begin_read()).ok()?;
         let table = txn.open_table(META).ok()?;
@@ -289,6 +288,50 @@ fn mark_verified(path: &Path) {
         // A full disk: leave nothing behind.
         let _ = std::fs::remove_file(&tmp);
     }
+}
+
+/// Runs one redb call that reads a sidecar's pages before chainlog could check them. redb 4.6.0
+/// panics on some damaged pages instead of returning `StorageError::Corrupted` (an
+/// `unreachable!()` in `Btree::get_helper`, tree_store/btree.rs:1110, when a page's type byte
+/// is neither leaf nor branch; a database open reads the allocator state and system tables
+/// that way). Only these calls (open, read-only open, `check_integrity`) are isolated: a
+/// panic there is damage, answered by a rebuild, and its message is not printed. A panic
+/// anywhere else is a bug and is not caught.
+fn isolate<T>(f: impl FnOnce() -> T) -> Option<T> {
+    quiet_hook();
+    QUIET.with(|q| q.set(true));
+    let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).ok();
+    QUIET.with(|q| q.set(false));
+    out
+}
+
+thread_local! {
+    /// Set while an [`isolate`]d redb call runs on this thread.
+    static QUIET: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Installs (once) a panic hook that stays silent for panics inside [`isolate`] and hands
+/// every other panic to the hook that was there before.
+fn quiet_hook() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if !QUIET.with(std::cell::Cell::get) {
+                previous(info);
+            }
+        }));
+    });
+}
+
+/// `Database::create` in multi-writer mode: a bounded wait, and a panic on a damaged file
+/// turned into a corruption error ([`isolate`]).
+fn create_isolated(path: &Path) -> std::result::Result<Database, DatabaseError> {
+    isolate(|| super::wait::waiting(|| builder().create(path))).unwrap_or_else(|| {
+        Err(DatabaseError::Storage(redb::StorageError::Corrupted(
+            "redb panicked reading the damaged file".into(),
+        )))
+    })
 }
 
 /// Pages read from sidecars by this process's read-write handles (redb cache misses), summed when
