@@ -97,7 +97,7 @@ impl Error {
     /// The process exit code for this error (SPEC B3: 1 not found, 2 usage or data).
     pub fn exit_code(&self) -> u8 {
         match self {
-            Error::NotFound(_) | Error::Ambiguous { .. } => 1,
+            Error::NotFound(_) => 1,
             Error::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound => 1,
             _ => 2,
         }

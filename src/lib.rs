@@ -38,6 +38,7 @@
 mod catalog;
 mod chain;
 mod error;
+mod export;
 pub mod generate;
 mod index;
 mod resume;
@@ -61,6 +62,9 @@ pub use chain::{
     Transcript, UnknownLeaf, View, leaf_report, resolve,
 };
 pub use error::{Error, Position, Result, check_id};
+pub use export::{
+    AgentDoc, Branch, Document, ExportFormat, ExportOptions, build as export_document, export,
+};
 pub use index::facts::FactsCache;
 pub use index::ingest::CatchUp;
 pub use index::open::page_reads as index_page_reads;
@@ -68,7 +72,10 @@ pub use index::schema::INDEX_SCHEMA_VERSION;
 pub use index::verify::{Difference, verify};
 pub use index::{Answer, Source, Store};
 pub use resume::{
-    Interrupt, ViewEntry, detect as detect_interrupt, read_view, text::render as render_text,
+    Interrupt, ViewEntry, detect as detect_interrupt,
+    message::{Block, Message, Role},
+    read_view,
+    text::render as render_text,
 };
 pub use transcript::envelope::{Flags, Kind, LineProblem, hash64};
 pub use transcript::frame::LinePos;

@@ -865,7 +865,7 @@ fn generated_tree_title_and_agent_lookups() {
     let tree = Tree::new();
     let mut cache = Cache::new();
     let cwd = Some(Path::new(CWD));
-    // Titles: exact match only, duplicates refused with the candidates listed.
+    // Titles: exact first; duplicates refused with the candidates listed.
     let t = resolve_target(&tree.claude, cwd, "renamed 27", &mut |p| cache.get(p)).unwrap();
     assert_eq!(t.path(), tree.project.join(format!("{}.jsonl", sid(27))));
     let dup = resolve_target(&tree.claude, cwd, "(session)", &mut |p| cache.get(p)).unwrap_err();
@@ -874,8 +874,14 @@ fn generated_tree_title_and_agent_lookups() {
         matches!(dup, Error::Ambiguous { ref candidates, .. } if candidates.len() == untitled),
         "{dup}"
     );
-    assert_eq!(dup.exit_code(), 1);
-    let none = resolve_target(&tree.claude, cwd, "renamed 2", &mut |p| cache.get(p)).unwrap_err();
+    assert_eq!(dup.exit_code(), 2);
+    // A title in another case.
+    let t = resolve_target(&tree.claude, cwd, "RENAMED 27", &mut |p| cache.get(p)).unwrap();
+    assert_eq!(t.path(), tree.project.join(format!("{}.jsonl", sid(27))));
+    let none = resolve_target(&tree.claude, cwd, "no title has this", &mut |p| {
+        cache.get(p)
+    })
+    .unwrap_err();
     assert!(matches!(none, Error::NotFound(_)), "{none}");
     // An agent id in the subagents layout (nested one level) resolves to its file.
     let t = resolve_target(&tree.claude, cwd, "acompact-c", &mut |p| cache.get(p)).unwrap();
@@ -1085,6 +1091,75 @@ fn cli_ls_and_continue() {
     assert_eq!(o.status.code(), Some(1));
 }
 
+/// `ls` for people: one line per session at 80 columns (title first, short ids), the header
+/// names the sort, empty sessions only with `--include-empty`, `--project` takes a project key.
+#[test]
+fn cli_ls_human_rows_fit_and_project_keys() {
+    let fx = CliFixture::new();
+    let long = "x".repeat(300);
+    let mut w = Writer::new(9);
+    w.user(&long);
+    w.reply("answer");
+    for l in &mut w.lines {
+        l["cwd"] = json!(fx.cwd.to_str().unwrap());
+    }
+    std::fs::write(fx.project.join(format!("{}.jsonl", w.session)), w.bytes()).unwrap();
+    std::fs::write(
+        fx.project
+            .join("00000000-0000-4000-8000-0000000000ee.jsonl"),
+        "",
+    )
+    .unwrap();
+    let ls = |extra: &[&str]| {
+        let o = Command::new(env!("CARGO_BIN_EXE_chainlog"))
+            .arg("--claude-dir")
+            .arg(&fx.claude)
+            .arg("ls")
+            .args(extra)
+            .current_dir(&fx.cwd)
+            .env("COLUMNS", "80")
+            .env("XDG_CACHE_HOME", env!("CARGO_TARGET_TMPDIR"))
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+        stdout(&o)
+    };
+    let table = ls(&[]);
+    let lines: Vec<&str> = table.lines().collect();
+    assert_eq!(lines.len(), 6, "header + 5 sessions with messages: {table}");
+    for l in &lines {
+        assert!(l.chars().count() <= 80, "wider than 80: {l:?}");
+    }
+    assert!(
+        lines[0].starts_with("title") && lines[0].contains("modified"),
+        "{table}"
+    );
+    assert!(
+        lines[1].starts_with("xxxx") && lines[1].contains('…'),
+        "{table}"
+    );
+    assert!(lines[1].contains(&w.session[..8]) && !lines[1].contains(&w.session[..9]));
+    assert!(
+        ls(&["--sort", "created"])
+            .lines()
+            .next()
+            .unwrap()
+            .contains("created")
+    );
+    assert_eq!(
+        ls(&["--include-empty"]).lines().count(),
+        7,
+        "the empty file too"
+    );
+    // A project key lists the same sessions as the working directory.
+    let key = fx.project.file_name().unwrap().to_str().unwrap();
+    let elsewhere = fx.tmp.path();
+    let by_key = run(&fx.claude, elsewhere, &["ls", "--json", "--project", key]);
+    let rows = json_lines(&by_key);
+    assert_eq!(rows.len(), 5, "{}", stderr(&by_key));
+    assert_eq!(rows[0]["schema"], 1);
+}
+
 #[test]
 fn cli_resume_by_id_title_path_and_refusals() {
     let fx = CliFixture::new();
@@ -1113,9 +1188,9 @@ fn cli_resume_by_id_title_path_and_refusals() {
         "{}",
         stderr(&o)
     );
-    // Two sessions titled "Twin": exit 1, both listed, nothing printed.
+    // Two sessions titled "Twin": exit 2, both listed, nothing printed.
     let o = fx.run(&["resume", "Twin"]);
-    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(o.status.code(), Some(2));
     assert!(
         stderr(&o).contains(fx.id(2)) && stderr(&o).contains(fx.id(3)),
         "{}",
@@ -1136,6 +1211,31 @@ fn cli_resume_by_id_title_path_and_refusals() {
     assert_eq!(o.status.code(), Some(1));
     let o = fx.run(&["resume", "No such title"]);
     assert_eq!(o.status.code(), Some(1));
+}
+
+/// Every verb takes the same targets: a unique id prefix (≥ 4 characters), a title in any case
+/// or a unique part of it; an ambiguous prefix or title lists the candidates and exits 2.
+#[test]
+fn cli_targets_prefixes_and_loose_titles() {
+    let fx = CliFixture::new();
+    for (arg, n) in [("00000001", 1), ("00000004", 4), ("ALPHA", 1), ("lph", 1)] {
+        let o = fx.run(&["resume", arg, "--format", "uuids"]);
+        assert!(o.status.success(), "{arg}: {}", stderr(&o));
+        assert_eq!(stdout(&o).lines().collect::<Vec<_>>(), fx.uuids(n), "{arg}");
+    }
+    // `leaves` takes a session id, not only a path.
+    let o = fx.run(&["leaves", "00000002", "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let last = fx.uuids(2).pop().unwrap();
+    assert!(stdout(&o).contains(&last), "{}", stdout(&o));
+    for ambiguous in ["0000", "twin"] {
+        let o = fx.run(&["resume", ambiguous]);
+        assert_eq!(o.status.code(), Some(2), "{ambiguous}: {}", stderr(&o));
+        assert!(stderr(&o).contains(fx.id(2)) && stderr(&o).contains(fx.id(3)));
+        assert!(stdout(&o).is_empty());
+    }
+    // Too short to be a prefix, and no title contains it.
+    assert_eq!(fx.run(&["resume", "000"]).status.code(), Some(1));
 }
 
 #[test]
@@ -1185,4 +1285,23 @@ fn cli_agents_and_resume_of_an_agent() {
     let rows = json_lines(&fx.run(&["ls", "--json"]));
     let s1_row = rows.iter().find(|r| r["sessionId"] == s1.as_str()).unwrap();
     assert_eq!(s1_row["agents"], 1);
+}
+
+/// Completions and the man page come from the clap definitions; errors under `--json` are one
+/// JSON object on stderr with the exit code.
+#[test]
+fn cli_completions_man_and_json_errors() {
+    let fx = CliFixture::new();
+    let o = fx.run(&["completions", "bash"]);
+    assert!(o.status.success());
+    assert!(stdout(&o).contains("_chainlog") && stdout(&o).contains("resume"));
+    let o = fx.run(&["man"]);
+    assert!(o.status.success());
+    assert!(stdout(&o).contains(".TH chainlog 1"));
+    let o = fx.run(&["--json", "resume", "no such title"]);
+    assert_eq!(o.status.code(), Some(1));
+    let err: Value = serde_json::from_str(stderr(&o).trim()).expect("one JSON object");
+    assert_eq!(err["exitCode"], 1);
+    assert!(err["error"].as_str().unwrap().contains("no such title"));
+    assert!(stdout(&o).is_empty());
 }

@@ -92,6 +92,19 @@ pub fn resolve_scope(claude_dir: &Path, project: Option<&Path>, all: bool) -> Re
             cwd: None,
         });
     }
+    // A project key (`-home-me-repo`) names a folder under `projects/`: compared with the
+    // names listed there, never joined into a path.
+    if let Some(name) = given.to_str().filter(|n| !n.contains(['/', '\\']))
+        && !given.exists()
+        && let Some(dir) = discover::project_dirs(claude_dir)?
+            .into_iter()
+            .find(|d| d.key == name)
+    {
+        return Ok(Scope {
+            dirs: vec![dir],
+            cwd: None,
+        });
+    }
     let cwd = normalize_cwd(&given);
     let key = project_key(&cwd);
     let dirs = discover::project_dirs(claude_dir)?

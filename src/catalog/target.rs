@@ -7,7 +7,10 @@
 //! | an existing file | a PATH | the file system (the user typed a path) |
 //! | a UUID | a session id | comparing session file stems |
 //! | anything else that passes [`check_id`] | an agent id (`<id>` or `agent-<id>`) | comparing agent file stems |
-//! | any text | an exact title | comparing listed titles |
+//! | ≥ 4 id characters (hex digits and `-`) | a session id prefix | comparing session file stems |
+//! | any text | a title: exact, then any case, then a unique substring (any case) | comparing listed titles |
+//!
+//! Several sessions matching one step is [`Error::Ambiguous`] with the candidates (exit 2).
 //!
 //! Ids are never paths: an id is only compared with names read from directory listings, and
 //! an argument containing `..`, `/`, `\` or NUL can only be an existing file or a title. When it
@@ -83,6 +86,9 @@ pub fn resolve_target(
             if let Some(t) = by_agent_id(&scope.dirs, arg)? {
                 return Ok(t);
             }
+            if let Some(t) = by_id_prefix(&scope.dirs, arg)? {
+                return Ok(t);
+            }
         }
         if let Some(t) = by_title(scope, arg, facts)? {
             return Ok(t);
@@ -120,6 +126,36 @@ fn by_session_id(dirs: &[ProjectDir], id: &str) -> Result<Option<Target>> {
             .unwrap_or_default()
             .to_owned(),
         path,
+    })
+}
+
+/// The shortest id prefix accepted.
+pub const MIN_PREFIX: usize = 4;
+
+fn by_id_prefix(dirs: &[ProjectDir], prefix: &str) -> Result<Option<Target>> {
+    let id_chars = prefix.chars().all(|c| c.is_ascii_hexdigit() || c == '-');
+    if prefix.len() < MIN_PREFIX || !id_chars || is_uuid(prefix) {
+        return Ok(None);
+    }
+    let mut found = Vec::new();
+    for d in dirs {
+        for path in list_project(&d.path)?.sessions {
+            let matches = discover::session_id_of(&path).is_some_and(|s| {
+                s.get(..prefix.len())
+                    .is_some_and(|head| head.eq_ignore_ascii_case(prefix))
+            });
+            if matches {
+                found.push(path);
+            }
+        }
+    }
+    one(&format!("id prefix {prefix}"), found, |path| {
+        Target::Session {
+            session_id: discover::session_id_of(&path)
+                .unwrap_or_default()
+                .to_owned(),
+            path,
+        }
     })
 }
 
@@ -162,27 +198,35 @@ fn by_title(scope: &Scope, title: &str, facts: &mut FactsFn<'_>) -> Result<Optio
     if scope.dirs.is_empty() {
         return Ok(None);
     }
-    let matches: Vec<_> = list_scope(scope, facts)?
-        .into_iter()
-        .filter(|f| f.title == title)
-        .collect();
-    match matches.len() {
-        0 => Ok(None),
-        1 => {
-            let f = matches.into_iter().next().expect("one");
-            Ok(Some(Target::Session {
-                session_id: f.session_id,
-                path: f.path,
-            }))
+    let listed = list_scope(scope, facts)?;
+    let lower = title.to_lowercase();
+    // Exact, then any case, then a substring in any case: the first rule that matches decides.
+    let rules: [&dyn Fn(&str) -> bool; 3] =
+        [&|t| t == title, &|t| t.to_lowercase() == lower, &|t| {
+            t.to_lowercase().contains(&lower)
+        }];
+    for rule in rules {
+        let matches: Vec<_> = listed.iter().filter(|f| rule(&f.title)).collect();
+        match matches.as_slice() {
+            [] => {}
+            [f] => {
+                return Ok(Some(Target::Session {
+                    session_id: f.session_id.clone(),
+                    path: f.path.clone(),
+                }));
+            }
+            _ => {
+                return Err(Error::Ambiguous {
+                    what: format!("title {title:?}"),
+                    candidates: matches
+                        .iter()
+                        .map(|f| format!("{}  {}  {}", f.session_id, f.title, f.path.display()))
+                        .collect(),
+                });
+            }
         }
-        _ => Err(Error::Ambiguous {
-            what: format!("title {title:?}"),
-            candidates: matches
-                .iter()
-                .map(|f| format!("{}  {}", f.session_id, f.path.display()))
-                .collect(),
-        }),
     }
+    Ok(None)
 }
 
 /// Zero, one, or an ambiguity error listing the paths.

@@ -12,8 +12,9 @@ use super::{Cli, CliResult, write_json};
 pub struct AgentsArgs {
     /// A session id, a session file or an exact session title.
     pub target: String,
-    /// Look ids and titles up in this project: a working directory or a project directory.
-    #[arg(long, value_name = "DIR")]
+    /// Look ids and titles up in this project: a working directory, a project directory or a
+    /// project key.
+    #[arg(long, value_name = "DIR", allow_hyphen_values = true)]
     pub project: Option<PathBuf>,
 }
 

@@ -13,9 +13,10 @@ use super::{Cli, CliResult};
 
 #[derive(Debug, clap::Args)]
 pub struct ContinueArgs {
-    /// The project: a working directory or a project directory (default: the current
+    /// The project: a working directory, a project directory or a
+    /// project key (default: the current
     /// directory).
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", allow_hyphen_values = true)]
     pub project: Option<PathBuf>,
     #[command(flatten)]
     pub view: ViewArgs,

@@ -11,37 +11,36 @@ use super::{Cli, CliResult, report_problems, scan_path, write_json};
 
 #[derive(Debug, clap::Args)]
 pub struct LeavesArgs {
-    /// A transcript file.
-    pub target: PathBuf,
+    /// A session id, unique id prefix, path, title or agent id (as for `resume`).
+    pub target: String,
+    /// Look ids and titles up in this project: a working directory, a project directory or a
+    /// project key.
+    #[arg(long, value_name = "DIR", allow_hyphen_values = true)]
+    pub project: Option<PathBuf>,
     /// Answer from a full scan of the transcript instead of the index.
     #[arg(long)]
     pub no_index: bool,
 }
 
 pub fn run(cli: &Cli, a: &LeavesArgs, out: &mut impl Write) -> CliResult {
+    let target = super::target(cli, a.project.as_deref(), &a.target)?;
+    let path = target.path();
     let indexed = if a.no_index {
         None
     } else {
-        if !a.target.is_file() {
-            return Err(chainlog::Error::NotFound(format!(
-                "{}: no such transcript file",
-                a.target.display()
-            ))
-            .into());
-        }
-        super::store(cli).leaf_report(&a.target).ok().flatten()
+        super::store(cli).leaf_report(path).ok().flatten()
     };
     let (ans, report) = if let Some(r) = indexed {
         r
     } else {
-        let ans = Store::reference(&a.target, ResolveOptions::default(), "--no-index".into())?;
-        let t = scan_path(&a.target)?;
+        let ans = Store::reference(path, ResolveOptions::default(), "--no-index".into())?;
+        let t = scan_path(path)?;
         let res = resolve(&t, ResolveOptions::default())
             .map_err(|e| chainlog::Error::NotFound(e.to_string()))?;
         let report = leaf_report(&t, &res);
         (ans, report)
     };
-    report_problems(&a.target, &ans);
+    report_problems(path, &ans);
     let res = &ans.resolution;
     let t = &ans;
     let rule = res.leaf.map(|(_, r)| r);

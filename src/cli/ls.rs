@@ -4,8 +4,9 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use chainlog::{ListOptions, SessionFacts, SortBy};
+use chainlog::{ListOptions, SortBy};
 
+use super::table::{self, Column, Style};
 use super::{Cli, CliResult, write_json};
 
 /// The order of `ls`.
@@ -19,9 +20,14 @@ pub enum SortArg {
 
 #[derive(Debug, clap::Args)]
 pub struct LsArgs {
-    /// The project: a working directory or a project directory (default: the current
-    /// directory).
-    #[arg(long, value_name = "DIR", conflicts_with = "all")]
+    /// The project: a working directory, a project directory, or a project key (the folder
+    /// name under `projects/`; default: the current directory).
+    #[arg(
+        long,
+        value_name = "DIR",
+        conflicts_with = "all",
+        allow_hyphen_values = true
+    )]
     pub project: Option<PathBuf>,
     /// Every project.
     #[arg(long)]
@@ -41,6 +47,9 @@ pub struct LsArgs {
     /// The order (newest first).
     #[arg(long, value_enum, default_value_t = SortArg::Modified)]
     pub sort: SortArg,
+    /// Also list sessions without a message (metadata-only or empty files).
+    #[arg(long)]
+    pub include_empty: bool,
 }
 
 pub fn run(cli: &Cli, a: &LsArgs, out: &mut impl Write) -> CliResult {
@@ -59,11 +68,18 @@ pub fn run(cli: &Cli, a: &LsArgs, out: &mut impl Write) -> CliResult {
     };
     let store = super::store(cli);
     let mut cache = chainlog::FactsCache::new(&store);
-    let sessions = chainlog::list_sessions(&claude, &opts, &mut |p| cache.facts(p))?;
+    let mut sessions = chainlog::list_sessions(&claude, &opts, &mut |p| cache.facts(p))?;
     cache.flush()?;
+    if !a.include_empty {
+        sessions.retain(|f| f.message_count > 0);
+    }
     if cli.json {
         for f in &sessions {
-            write_json(out, &f.to_listing_json())?;
+            let mut v = f.to_listing_json();
+            if let Some(o) = v.as_object_mut() {
+                o.insert("schema".into(), LS_JSON_SCHEMA.into());
+            }
+            write_json(out, &v)?;
         }
         return Ok(ExitCode::SUCCESS);
     }
@@ -71,45 +87,72 @@ pub fn run(cli: &Cli, a: &LsArgs, out: &mut impl Write) -> CliResult {
         eprintln!("chainlog: no sessions");
         return Ok(ExitCode::SUCCESS);
     }
-    writeln!(
-        out,
-        "{:<16}  {:<36}  {:>5}  {:>6}  {:<16}  {:<10}  title",
-        "modified", "session", "msgs", "agents", "branch", "tag"
-    )?;
-    for f in &sessions {
-        writeln!(out, "{}", row(f, a.all))?;
-    }
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+    let (when_name, created) = match a.sort {
+        SortArg::Modified => ("modified", false),
+        SortArg::Created => ("created", true),
+    };
+    let columns = [
+        Column {
+            flexible: true,
+            ..Column::text("title")
+        },
+        Column {
+            dim: true,
+            ..Column::text("session")
+        },
+        Column {
+            dim: true,
+            ..Column::text(when_name)
+        },
+        Column::number("msgs"),
+        Column::number("agents"),
+        Column::text("branch"),
+        Column::text("tag"),
+        Column {
+            dim: true,
+            ..Column::text("project")
+        },
+    ];
+    let rows: Vec<Vec<String>> = sessions
+        .iter()
+        .map(|f| {
+            let when = if created { &f.created } else { &f.modified };
+            vec![
+                f.title.clone(),
+                f.session_id.chars().take(8).collect(),
+                when.as_deref()
+                    .map_or_else(String::new, |t| relative(t, now)),
+                f.message_count.to_string(),
+                if f.agents == 0 {
+                    String::new()
+                } else {
+                    f.agents.to_string()
+                },
+                table::cut(f.git_branch.as_deref().unwrap_or_default(), 20),
+                table::cut(f.tag.as_deref().unwrap_or_default(), 12),
+                if a.all {
+                    table::cut(&f.project_key, 24)
+                } else {
+                    String::new()
+                },
+            ]
+        })
+        .collect();
+    table::print(out, Style::stdout(), &columns, &rows)?;
     Ok(ExitCode::SUCCESS)
 }
 
-fn row(f: &SessionFacts, all: bool) -> String {
-    let when = f.modified.as_deref().map_or_else(
-        || "-".to_owned(),
-        |t| t.get(..16).unwrap_or(t).replace('T', " "),
-    );
-    let mut title = cut(&f.title, 70);
-    if all {
-        title = format!("{title}  [{}]", f.project_key);
-    }
-    format!(
-        "{:<16}  {:<36}  {:>5}  {:>6}  {:<16}  {:<10}  {title}",
-        when,
-        f.session_id,
-        f.message_count,
-        f.agents,
-        cut(f.git_branch.as_deref().unwrap_or("-"), 16),
-        cut(f.tag.as_deref().unwrap_or("-"), 10),
-    )
-}
+/// The `schema` field of every `ls --json` object (bumped when a field changes meaning).
+pub const LS_JSON_SCHEMA: u32 = 1;
 
-/// At most `max` chars on one line, with `…` when cut.
-fn cut(s: &str, max: usize) -> String {
-    let one: String = s
-        .chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect();
-    match one.char_indices().nth(max.saturating_sub(1)) {
-        Some((i, _)) if one.chars().count() > max => format!("{}…", &one[..i]),
-        _ => one,
-    }
+/// An RFC 3339 time as "5m ago" (or its date when older than 30 days).
+fn relative(t: &str, now_ms: i64) -> String {
+    let date = t.get(..10).unwrap_or(t);
+    chrono::DateTime::parse_from_rfc3339(t).map_or_else(
+        |_| date.to_owned(),
+        |d| table::ago(d.timestamp_millis(), now_ms, date),
+    )
 }

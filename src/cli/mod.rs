@@ -3,10 +3,12 @@
 
 mod agents;
 mod continue_;
+mod export;
 mod index_cmd;
 mod leaves;
 mod ls;
 mod resume;
+mod table;
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -53,8 +55,17 @@ pub enum Command {
     Rebuild(index_cmd::PathsArgs),
     /// Compare the index with a full scan; exit 2 on any difference.
     Verify(index_cmd::PathsArgs),
+    /// Write a session as Markdown, self-contained HTML or JSONL.
+    Export(export::ExportArgs),
     /// Write a generated transcript (for demos, tests and benchmarks).
     Gen(GenArgs),
+    /// Print a shell completion script (e.g. `chainlog completions bash > ~/.local/share/bash-completion/completions/chainlog`).
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff), e.g. `chainlog man | man -l -`.
+    Man,
 }
 
 #[derive(Debug, clap::Args)]
@@ -86,7 +97,17 @@ pub fn main() -> ExitCode {
         Command::Index(a) => index_cmd::run(&cli, a, index_cmd::Verb::Index, &mut out),
         Command::Rebuild(a) => index_cmd::run(&cli, a, index_cmd::Verb::Rebuild, &mut out),
         Command::Verify(a) => index_cmd::run(&cli, a, index_cmd::Verb::Verify, &mut out),
+        Command::Export(a) => export::run(&cli, a, &mut out),
         Command::Gen(a) => gen_cmd(a),
+        Command::Completions { shell } => {
+            let mut cmd = <Cli as clap::CommandFactory>::command();
+            clap_complete::generate(*shell, &mut cmd, "chainlog", &mut out);
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Man => clap_mangen::Man::new(<Cli as clap::CommandFactory>::command())
+            .render(&mut out)
+            .map(|()| ExitCode::SUCCESS)
+            .map_err(CliError::Out),
     };
     let flushed = out.flush();
     match result {
@@ -100,7 +121,17 @@ pub fn main() -> ExitCode {
             code
         }
         Err(CliError::Lib(e)) => {
-            eprintln!("chainlog: {e}");
+            if cli.json {
+                // Scripts read errors the way they read answers: one JSON object (stderr).
+                let v = serde_json::json!({
+                    "schema": ERROR_JSON_SCHEMA,
+                    "error": e.to_string(),
+                    "exitCode": e.exit_code(),
+                });
+                eprintln!("{v}");
+            } else {
+                eprintln!("chainlog: {e}");
+            }
             ExitCode::from(e.exit_code())
         }
         Err(CliError::Out(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
@@ -110,6 +141,9 @@ pub fn main() -> ExitCode {
         }
     }
 }
+
+/// The `schema` of the error object printed on stderr under `--json`.
+pub const ERROR_JSON_SCHEMA: u32 = 1;
 
 /// What a verb can fail with.
 pub enum CliError {

@@ -28,9 +28,10 @@ pub struct ResumeArgs {
     /// A session id, a transcript file, an agent id (`a1b2…` or `agent-a1b2…`) or an exact
     /// session title.
     pub target: String,
-    /// Look ids and titles up in this project: a working directory or a project directory
+    /// Look ids and titles up in this project: a working directory, a project directory or a
+    /// project key
     /// (default: the current directory's project, then every project).
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", allow_hyphen_values = true)]
     pub project: Option<PathBuf>,
     #[command(flatten)]
     pub view: ViewArgs,

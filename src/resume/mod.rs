@@ -3,6 +3,7 @@
 
 pub mod body;
 pub mod interrupt;
+pub mod message;
 pub mod text;
 
 pub use body::{ViewEntry, read_view};
