@@ -292,7 +292,7 @@ fn mark_verified(path: &Path) {
 
 /// Runs one redb call that reads a sidecar's pages before chainlog could check them. redb 4.6.0
 /// panics on some damaged pages instead of returning `StorageError::Corrupted` (an
-/// `unreachable!()` in `Btree::get_helper`, tree_store/btree.rs:1110, when a page's type byte
+/// `unreachable!()` in `Btree::get_helper`, `tree_store/btree.rs:1110`, when a page's type byte
 /// is neither leaf nor branch; a database open reads the allocator state and system tables
 /// that way). Only these calls (open, read-only open, `check_integrity`) are isolated: a
 /// panic there is damage, answered by a rebuild, and its message is not printed. A panic
