@@ -67,7 +67,6 @@ pub use export::{
 };
 pub use index::facts::FactsCache;
 pub use index::ingest::CatchUp;
-pub use index::open::page_reads as index_page_reads;
 pub use index::schema::INDEX_SCHEMA_VERSION;
 pub use index::verify::{Difference, verify};
 pub use index::{Answer, Source, Store};

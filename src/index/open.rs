@@ -12,7 +12,6 @@
 //! [`INDEX_SCHEMA_VERSION`] is disposable: it is deleted or emptied and rebuilt.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use redb::{ConcurrencyMode, Database, DatabaseError, ReadableDatabase, ReadableTable};
@@ -198,10 +197,7 @@ impl Drop for IndexDb {
     fn drop(&mut self) {
         // Close first (the close writes the header), then record the file as it is now: its
         // pages were either verified at open or written by this process's commits.
-        if let Some(db) = self.handle.take() {
-            PAGE_READS.fetch_add(db.cache_stats().read_misses(), Ordering::Relaxed);
-            drop(db);
-        }
+        drop(self.handle.take());
         if !std::thread::panicking() {
             mark_verified(&self.path);
         }
@@ -332,16 +328,6 @@ fn create_isolated(path: &Path) -> std::result::Result<Database, DatabaseError> 
             "redb panicked reading the damaged file".into(),
         )))
     })
-}
-
-/// Pages read from sidecars by this process's read-write handles (redb cache misses), summed when
-/// each handle closes. For tests and benches that check a catch-up reads only what it needs.
-static PAGE_READS: AtomicU64 = AtomicU64::new(0);
-
-/// Pages of sidecars read by this process's read-write index handles so far (cache misses).
-#[doc(hidden)]
-pub fn page_reads() -> u64 {
-    PAGE_READS.load(Ordering::Relaxed)
 }
 
 /// Options that create files readable by their owner only: a sidecar holds prompt text from
