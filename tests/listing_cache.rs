@@ -45,6 +45,8 @@ fn second_listing_reads_no_transcript_and_answers_the_same() {
         ));
         std::fs::create_dir_all(to.parent().unwrap()).unwrap();
         std::fs::copy(f, &to).unwrap();
+        // Written an hour ago: a file modified just before it was read is re-read (racy mtime).
+        util::age(&to);
         copies.push(to);
     }
     let store = Store::new(tmp.path().join("index"));

@@ -1,9 +1,11 @@
 //! Picker facts cached per transcript, so a listing reads no transcript that did not change.
 //!
 //! Each session's [`SessionFacts`] is stored in the `facts` table of its project's sidecar
-//! with the file's identity, length and modification time. A listing `stat`s every file and
-//! answers from the cache when nothing changed; a changed or new file is scanned once and its
-//! facts are written back in one transaction per sidecar at [`FactsCache::flush`].
+//! with the file's identity, length, modification and status-change times, and when it was
+//! read. A listing `stat`s every file and answers from the cache when nothing changed and the
+//! times had settled before the read (the racy-mtime rule of [`super::ingest::settled`]); a
+//! changed or new file is scanned once and its facts are written back in one transaction per
+//! sidecar at [`FactsCache::flush`].
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -12,7 +14,7 @@ use redb::{ReadOnlyTable, ReadableDatabase};
 
 use super::Store;
 use super::codec::{decode, encode};
-use super::ingest::Stat;
+use super::ingest::{Stat, now_ns, settled};
 use super::open::{self, IndexDb};
 use super::schema::FACTS;
 use crate::catalog::{SessionFacts, scan_session_facts};
@@ -20,10 +22,9 @@ use crate::error::Result;
 
 #[derive(serde::Serialize, serde::Deserialize)]
 struct Cached {
-    dev: u64,
-    ino: u64,
-    len: u64,
-    mtime_ns: i128,
+    stat: Stat,
+    /// When the scan that produced `facts` started.
+    checked_at_ns: i128,
     facts: SessionFacts,
 }
 
@@ -87,27 +88,30 @@ impl<'s> FactsCache<'s> {
         let (db_path, slot) = &mut self.slots[slot_no];
         if !slot.opened {
             slot.opened = true;
-            slot.table = open::open_read_only(db_path)
-                .and_then(|db| db.begin_read().ok())
-                .and_then(|txn| txn.open_table(FACTS).ok());
+            // On a worker: a stopped writer mid-commit must not hold the listing (`wait`).
+            let p = db_path.clone();
+            slot.table = super::wait::bounded(move || {
+                open::open_read_only(&p)
+                    .and_then(|db| super::wait::waiting(|| db.begin_read()).ok())
+                    .and_then(|txn| txn.open_table(FACTS).ok())
+            })
+            .flatten();
         }
         if let Some(c) = slot.table.as_ref().and_then(|t| lookup(t, &key))
-            && (c.dev, c.ino, c.len, c.mtime_ns) == (stat.dev, stat.ino, stat.len, stat.mtime_ns)
+            && c.stat == stat
+            && settled(c.stat.mtime_ns, c.checked_at_ns)
         {
             self.cached += 1;
             return Ok(c.facts);
         }
+        let checked_at_ns = now_ns();
         let facts = scan_session_facts(path)?;
         self.scanned += 1;
         // Only cache facts of a file that did not change while it was read.
-        if Stat::of(path).is_ok_and(|s| {
-            (s.dev, s.ino, s.len, s.mtime_ns) == (stat.dev, stat.ino, stat.len, stat.mtime_ns)
-        }) {
+        if Stat::of(path).is_ok_and(|s| s == stat) {
             let value = encode(&Cached {
-                dev: stat.dev,
-                ino: stat.ino,
-                len: stat.len,
-                mtime_ns: stat.mtime_ns,
+                stat,
+                checked_at_ns,
                 facts: facts.clone(),
             });
             slot.pending.push((key, value));
@@ -115,34 +119,41 @@ impl<'s> FactsCache<'s> {
         Ok(facts)
     }
 
-    /// Writes the facts computed by this cache (one transaction per sidecar). A busy or
-    /// damaged sidecar is skipped: the cache is an optimisation, the next listing scans again.
+    /// Writes the facts computed by this cache (one transaction per sidecar). A busy,
+    /// damaged or unusable sidecar is skipped: the cache is an optimisation, the next listing
+    /// scans again. A sidecar whose write lock another process holds past
+    /// [`super::wait::LOCK_WAIT`] (a stopped process) is skipped too.
     pub fn flush(self) -> Result<()> {
         for (db_path, slot) in self.slots {
             drop(slot.table);
             if slot.pending.is_empty() {
                 continue;
             }
-            let Ok(db) = IndexDb::open(&db_path) else {
-                continue;
-            };
-            let Ok(txn) = db.db().begin_write() else {
-                continue;
-            };
-            {
-                let Ok(mut t) = txn.open_table(FACTS) else {
-                    continue;
-                };
-                for (k, v) in &slot.pending {
-                    if t.insert(k.as_str(), v.as_slice()).is_err() {
-                        break;
-                    }
-                }
-            }
-            let _ = txn.commit();
+            let pending = slot.pending;
+            super::wait::bounded(move || write_facts(&db_path, &pending));
         }
         Ok(())
     }
+}
+
+fn write_facts(db_path: &Path, pending: &[(String, Vec<u8>)]) {
+    let Ok(db) = IndexDb::open(db_path) else {
+        return;
+    };
+    let Ok(txn) = db.begin_write() else {
+        return;
+    };
+    {
+        let Ok(mut t) = txn.open_table(FACTS) else {
+            return;
+        };
+        for (k, v) in pending {
+            if t.insert(k.as_str(), v.as_slice()).is_err() {
+                return;
+            }
+        }
+    }
+    let _ = txn.commit();
 }
 
 fn lookup(t: &ReadOnlyTable<&'static str, &'static [u8]>, key: &str) -> Option<Cached> {

@@ -47,12 +47,33 @@ pub struct CatchUp {
 }
 
 /// The identity and size of a transcript now.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Stat {
     pub dev: u64,
     pub ino: u64,
     pub len: u64,
     pub mtime_ns: i128,
+    /// Status-change time: unlike the modification time, a user cannot set it back.
+    pub ctime_ns: i128,
+}
+
+/// A file modified less than this before it was last read may have changed again within the
+/// same timestamp tick (file timestamps come from a coarse clock, a few ms behind the wall
+/// clock, and some filesystems keep whole seconds): such a stat is "racy" and proves nothing.
+pub const RACY_WINDOW_NS: i128 = 2_000_000_000;
+
+/// The wall clock now, in ns since the epoch (the reference for [`RACY_WINDOW_NS`]).
+pub fn now_ns() -> i128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i128::try_from(d.as_nanos()).unwrap_or(i128::MAX))
+}
+
+/// Whether a stat taken when the file was read at `checked_at_ns` can be trusted later: its
+/// modification time is clearly before the read (git's racy-index rule). A write after the
+/// read sets the modification time to at least the read's time, minus the coarse clock's lag.
+pub fn settled(stat_mtime_ns: i128, checked_at_ns: i128) -> bool {
+    stat_mtime_ns + RACY_WINDOW_NS < checked_at_ns
 }
 
 impl Stat {
@@ -68,17 +89,25 @@ impl Stat {
             ino: m.ino(),
             len: m.len(),
             mtime_ns: i128::from(m.mtime()) * 1_000_000_000 + i128::from(m.mtime_nsec()),
+            ctime_ns: i128::from(m.ctime()) * 1_000_000_000 + i128::from(m.ctime_nsec()),
         }
     }
 
-    /// Whether nothing about the file changed since `state` was written.
+    /// Whether nothing about the file changed since `state` was written: same identity,
+    /// length, modification and status-change times, and those times settled before the file
+    /// was read (else a write in the same timestamp tick would go unseen).
     pub fn unchanged(&self, state: &FileState, complete: bool) -> bool {
         let len_ok = if complete {
             self.len == state.indexed_len
         } else {
             self.len == state.indexed_len + state.torn_tail.map_or(0, |(_, l)| l)
         };
-        self.dev == state.dev && self.ino == state.ino && self.mtime_ns == state.mtime_ns && len_ok
+        self.dev == state.dev
+            && self.ino == state.ino
+            && self.mtime_ns == state.mtime_ns
+            && self.ctime_ns == state.ctime_ns
+            && len_ok
+            && settled(state.mtime_ns, state.checked_at_ns)
     }
 }
 
@@ -107,6 +136,27 @@ fn prefix_matches(
         };
         let mut chunk = vec![0u8; CHUNK_SIZE as usize];
         if file.read_exact_at(&mut chunk, n * CHUNK_SIZE).is_err() || hash16(&chunk) != want {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// Whether every complete chunk of the indexed prefix still hashes as stored (reads the whole
+/// prefix: used only when the file changed without growing, an in-place edit).
+fn all_chunks_match(
+    txn: &WriteTransaction,
+    file: &File,
+    st: &FileState,
+) -> Result<bool, redb::Error> {
+    let complete = st.indexed_len / CHUNK_SIZE;
+    let chunks = txn.open_table(CHUNKS)?;
+    let mut buf = vec![0u8; CHUNK_SIZE as usize];
+    for n in 0..complete {
+        let Some(want) = chunks.get((st.file, n))?.map(|v| v.value()) else {
+            return Ok(false);
+        };
+        if file.read_exact_at(&mut buf, n * CHUNK_SIZE).is_err() || hash16(&buf) != want {
             return Ok(false);
         }
     }
@@ -154,6 +204,9 @@ pub fn catch_up(
     key: &str,
     path: &Path,
 ) -> Result<(CatchUp, FileState), IngestError> {
+    // Taken before the file is read: a write after this instant leaves a modification time
+    // that is not clearly before it, so the next reader re-checks (the racy-mtime rule).
+    let checked_at = now_ns();
     let file = File::open(path).map_err(|e| IngestError::Io(Error::io(path, e)))?;
     let stat = Stat::from_meta(
         &file
@@ -161,6 +214,14 @@ pub fn catch_up(
             .map_err(|e| IngestError::Io(Error::io(path, e)))?,
     );
     let old = file_state(&txn.open_table(FILES)?, key)?;
+    // The file changed (or its last check was racy) but did not grow past what was seen: an
+    // in-place edit can be anywhere, so every chunk is checked, not only the last one.
+    let edited_in_place = |st: &FileState| {
+        let seen = st.indexed_len + st.torn_tail.map_or(0, |(_, l)| l);
+        stat.len <= seen
+            && ((stat.mtime_ns, stat.ctime_ns) != (st.mtime_ns, st.ctime_ns)
+                || !settled(st.mtime_ns, st.checked_at_ns))
+    };
     let mut report = CatchUp::default();
     let mut st = match old {
         Some(st) if (st.dev, st.ino) != (stat.dev, stat.ino) => {
@@ -176,6 +237,10 @@ pub fn catch_up(
             report.reindexed = Some("the bytes before the index cursor changed (rewritten)");
             restart(txn, st.file)?
         }
+        Some(st) if edited_in_place(&st) && !all_chunks_match(txn, &file, &st)? => {
+            report.reindexed = Some("the file was edited in place (same length)");
+            restart(txn, st.file)?
+        }
         Some(st) => st,
         None => FileState {
             file: super::open::next_file_id(txn)?,
@@ -185,6 +250,12 @@ pub fn catch_up(
     st.dev = stat.dev;
     st.ino = stat.ino;
     st.mtime_ns = stat.mtime_ns;
+    st.ctime_ns = stat.ctime_ns;
+    st.checked_at_ns = checked_at;
+    if stat.len == st.indexed_len {
+        // An unterminated tail seen earlier went away (cut off by the writer): forget it.
+        st.torn_tail = None;
+    }
     if stat.len > st.indexed_len {
         let before = st.indexed_len;
         let mut batch = Batch::default();

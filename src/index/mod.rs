@@ -31,9 +31,12 @@ pub mod schema;
 pub mod state;
 pub mod stored;
 pub mod verify;
+pub mod wait;
 
 use std::cell::OnceCell;
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use redb::ReadableDatabase;
 
@@ -72,6 +75,9 @@ pub struct Answer {
     pub bad_lines: Vec<BadLine>,
     /// Unterminated last line, not read yet: `(offset, len)`.
     pub torn_tail: Option<(u64, u64)>,
+    /// Bytes of the transcript the answer covers: up to the end of its last complete line
+    /// (a full scan of that prefix gives the same answer).
+    pub cursor: u64,
     /// Where the answer came from.
     pub source: Source,
 }
@@ -80,6 +86,8 @@ pub struct Answer {
 #[derive(Debug, Clone)]
 pub struct Store {
     index_dir: PathBuf,
+    /// Sidecars whose lock another process held past [`wait::LOCK_WAIT`]: not waited on again.
+    busy: Arc<Mutex<HashSet<PathBuf>>>,
 }
 
 impl Store {
@@ -87,6 +95,7 @@ impl Store {
     pub fn new(index_dir: impl Into<PathBuf>) -> Store {
         Store {
             index_dir: index_dir.into(),
+            busy: Arc::default(),
         }
     }
 
@@ -134,27 +143,39 @@ impl Store {
 
     /// Catches the index of `transcript` up with its new bytes.
     pub fn catch_up(&self, transcript: &Path) -> Result<CatchUp> {
-        self.guarded(transcript, || self.catch_up_unguarded(transcript))
+        let t = transcript.to_path_buf();
+        self.bounded(transcript, move |s| s.catch_up_unguarded(&t))
     }
 
-    /// Runs an index operation; if redb panics on a damaged file (it does for some corrupted
-    /// allocator states), the sidecar is deleted and the operation runs once more on a fresh one.
-    fn guarded<T>(&self, transcript: &Path, op: impl Fn() -> Result<T>) -> Result<T> {
+    /// Runs an index operation on a worker thread ([`wait`]): when it waits on another
+    /// process's lock for more than [`wait::LOCK_WAIT`] (a stopped process holding the write
+    /// transaction), the operation is abandoned with a "busy" [`Error::Index`], and later
+    /// operations of this store on the same sidecar fail the same way at once.
+    fn bounded<T: Send + 'static>(
+        &self,
+        transcript: &Path,
+        op: impl FnOnce(&Store) -> Result<T> + Send + 'static,
+    ) -> Result<T> {
         let db_path = self.db_path(transcript);
-        for _ in 0..2 {
-            if let Ok(r) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(&op)) {
-                return r;
-            }
-            eprintln!(
-                "chainlog: note: index {} is damaged; rebuilding it",
-                db_path.display()
-            );
-            let _ = std::fs::remove_file(&db_path);
+        let busy = || Error::Index {
+            path: db_path.clone(),
+            source: IndexFault::Other(format!(
+                "busy: another process has held its lock for more than {} s (stopped?)",
+                wait::LOCK_WAIT.as_secs()
+            )),
+        };
+        if self.busy.lock().is_ok_and(|b| b.contains(&db_path)) {
+            return Err(busy());
         }
-        Err(Error::Index {
-            path: db_path,
-            source: IndexFault::Other("the index could not be rebuilt".into()),
-        })
+        let me = self.clone();
+        if let Some(r) = wait::bounded(move || op(&me)) {
+            r
+        } else {
+            if let Ok(mut b) = self.busy.lock() {
+                b.insert(db_path.clone());
+            }
+            Err(busy())
+        }
     }
 
     fn catch_up_unguarded(&self, transcript: &Path) -> Result<CatchUp> {
@@ -170,7 +191,7 @@ impl Store {
         if done.bytes >= COMPACT_AFTER_BYTES || done.reindexed.is_some() {
             // A large ingest leaves freed pages behind (the projections were re-derived):
             // give them back. Best effort, as in `rebuild`.
-            let _ = db.db_mut().compact();
+            db.compact();
         }
         Ok(done)
     }
@@ -185,7 +206,7 @@ impl Store {
             return Ok((CatchUp::default(), st));
         }
         for attempt in 0..2 {
-            let txn = db.db().begin_write().map_err(|e| db.err(e))?;
+            let txn = db.begin_write().map_err(|e| db.err(e))?;
             match ingest::catch_up(&txn, &key, transcript) {
                 Ok(done) => {
                     txn.commit().map_err(|e| db.err(e))?;
@@ -207,7 +228,7 @@ impl Store {
     }
 
     fn state(db: &IndexDb, key: &str) -> Result<Option<FileState>> {
-        let txn = db.db().begin_read().map_err(|e| db.err(e))?;
+        let txn = db.begin_read().map_err(|e| db.err(e))?;
         let files = match txn.open_table(FILES) {
             Ok(t) => t,
             Err(redb::TableError::TableDoesNotExist(_)) => return Ok(None),
@@ -218,13 +239,14 @@ impl Store {
 
     /// Drops what the index knows about `transcript` and indexes it again from zero.
     pub fn rebuild(&self, transcript: &Path) -> Result<CatchUp> {
-        self.guarded(transcript, || self.rebuild_unguarded(transcript))
+        let t = transcript.to_path_buf();
+        self.bounded(transcript, move |s| s.rebuild_unguarded(&t))
     }
 
     fn rebuild_unguarded(&self, transcript: &Path) -> Result<CatchUp> {
         let db = IndexDb::open(&self.db_path(transcript))?;
         let key = Self::key(transcript);
-        let txn = db.db().begin_write().map_err(|e| db.err(e))?;
+        let txn = db.begin_write().map_err(|e| db.err(e))?;
         {
             let mut files = txn.open_table(FILES).map_err(|e| db.err(e))?;
             let old = ingest::file_state(&files, &key).map_err(|e| db.err(e))?;
@@ -239,24 +261,25 @@ impl Store {
         // Give back the pages freed by the rebuild (best effort: another process may hold
         // the sidecar open, and then the space is reused by later writes instead).
         let mut db = db;
-        let _ = db.db_mut().compact();
+        db.compact();
         Ok(done)
     }
 
     /// Every leaf of `transcript` with its chain length (`chainlog leaves`), from the index;
     /// `None` when the index turned out damaged.
     pub fn leaf_report(&self, transcript: &Path) -> Result<Option<(Answer, Vec<LeafInfo>)>> {
-        self.guarded(transcript, || {
-            let Some(ans) =
-                self.resolve_indexed_unguarded(transcript, ResolveOptions::default())?
+        let t = transcript.to_path_buf();
+        self.bounded(transcript, move |s| {
+            let transcript = t.as_path();
+            let Some(ans) = s.resolve_indexed_unguarded(transcript, ResolveOptions::default())?
             else {
                 return Ok(None);
             };
-            let db = IndexDb::open(&self.db_path(transcript))?;
+            let db = IndexDb::open(&s.db_path(transcript))?;
             let Some(st) = read_state(db.db(), &Self::key(transcript)) else {
                 return Ok(None);
             };
-            let txn = db.db().begin_read().map_err(|e| db.err(e))?;
+            let txn = db.begin_read().map_err(|e| db.err(e))?;
             let graph = IndexGraph::new(&txn, st).map_err(|e| db.err(e))?;
             match leaf_report_graph(&graph, ans.resolution.leaf.map(|(id, _)| id)) {
                 Ok(report) => Ok(Some((ans, report))),
@@ -288,9 +311,8 @@ impl Store {
         transcript: &Path,
         opts: ResolveOptions,
     ) -> Result<Option<Answer>> {
-        self.guarded(transcript, || {
-            self.resolve_indexed_unguarded(transcript, opts)
-        })
+        let t = transcript.to_path_buf();
+        self.bounded(transcript, move |s| s.resolve_indexed_unguarded(&t, opts))
     }
 
     fn resolve_indexed_unguarded(
@@ -342,7 +364,7 @@ fn project_slug(project: &Path) -> String {
 }
 
 fn read_state(db: &impl ReadableDatabase, key: &str) -> Option<FileState> {
-    let txn = db.begin_read().ok()?;
+    let txn = wait::waiting(|| db.begin_read()).ok()?;
     let files = txn.open_table(FILES).ok()?;
     ingest::file_state(&files, key).ok()?
 }
@@ -360,10 +382,11 @@ fn query(
         source: e,
     };
     let storage = |e: redb::Error| err(IndexFault::Storage(e));
-    let txn = db.begin_read().map_err(|e| storage(e.into()))?;
+    let txn = wait::waiting(|| db.begin_read()).map_err(|e| storage(e.into()))?;
     let f = st.file;
     let names = IndexGraph::names(&txn, f).map_err(storage)?;
     let torn_tail = st.torn_tail;
+    let cursor = st.indexed_len;
     let graph = IndexGraph::new(&txn, st).map_err(storage)?;
     let full_rows = OnceCell::new();
     let res = resolve_graph(&graph, opts, &names, || {
@@ -387,6 +410,7 @@ fn query(
         names,
         bad_lines,
         torn_tail,
+        cursor,
         source: Source::Index,
     }))
 }
@@ -419,6 +443,7 @@ fn reference(transcript: &Path, opts: ResolveOptions, why: String) -> Result<Ans
         names: t.names.clone(),
         bad_lines: t.bad_lines.clone(),
         torn_tail: t.frame.torn_tail,
+        cursor: t.frame.complete_len,
         source: Source::Transcript(why),
     })
 }

@@ -50,14 +50,17 @@ impl IndexDb {
     /// from another schema version.
     pub fn open(path: &Path) -> Result<IndexDb> {
         if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+            create_private_dir(dir).map_err(|e| index_error(dir, e))?;
         }
-        let mut fresh = !path.exists();
+        // Read before redb's read-write open, which rewrites the header (and so the file's
+        // modification time): read after it, the marker would never match.
+        let verified = is_verified(path);
+        let mut fresh = create_private_file(path).map_err(|e| index_error(path, e))?;
         let mut delay = Duration::from_millis(2);
         let mut attempt = 0;
         let db = loop {
             attempt += 1;
-            match builder().create(path) {
+            match create_isolated(path) {
                 Ok(db) => break db,
                 Err(DatabaseError::DatabaseAlreadyOpen | DatabaseError::LockProtocolMismatch)
                     if attempt < OPEN_ATTEMPTS =>
@@ -73,8 +76,8 @@ impl IndexDb {
                 Err(e) if attempt < OPEN_ATTEMPTS => {
                     // Damaged or foreign: the index is a cache, start over.
                     let _ = e;
-                    std::fs::remove_file(path).map_err(|e| Error::io(path, e))?;
-                    fresh = true;
+                    std::fs::remove_file(path).map_err(|e| index_error(path, e))?;
+                    fresh = create_private_file(path).map_err(|e| index_error(path, e))?;
                 }
                 Err(e) => return Err(index_error(path, e)),
             }
@@ -84,13 +87,14 @@ impl IndexDb {
             handle: Some(db),
             fresh,
         };
-        if !idx.fresh && !is_verified(path) {
+        if !idx.fresh && !verified {
             // Pages changed since chainlog last verified or wrote them: check every checksum.
-            let ok = matches!(idx.db_mut().check_integrity(), Ok(true));
+            let ok = matches!(isolate(|| idx.db_mut().check_integrity()), Some(Ok(true)));
             if !ok {
                 drop(idx.handle.take());
-                std::fs::remove_file(path).map_err(|e| Error::io(path, e))?;
-                let db = builder().create(path).map_err(|e| index_error(path, e))?;
+                std::fs::remove_file(path).map_err(|e| index_error(path, e))?;
+                create_private_file(path).map_err(|e| index_error(path, e))?;
+                let db = create_isolated(path).map_err(|e| index_error(path, e))?;
                 idx.handle = Some(db);
                 idx.fresh = true;
             }
@@ -121,7 +125,7 @@ impl IndexDb {
     }
 
     fn read_schema(&self) -> Option<u32> {
-        let txn = self.db().begin_read().ok()?;
+        let txn = self.begin_read().ok()?;
         let table = txn.open_table(META).ok()?;
         let v = table.get("schema").ok()??;
         let bytes: [u8; 4] = v.value().try_into().ok()?;
@@ -131,7 +135,7 @@ impl IndexDb {
     /// Drops every table and writes the schema version.
     pub fn wipe(&self) -> Result<()> {
         let err = |e: &dyn std::fmt::Display| index_error(&self.path, e);
-        let txn = self.db().begin_write().map_err(|e| err(&e))?;
+        let txn = self.begin_write().map_err(|e| err(&e))?;
         {
             let tables: Vec<redb::UntypedTableHandle> =
                 txn.list_tables().map_err(|e| err(&e))?.collect();
@@ -149,6 +153,23 @@ impl IndexDb {
         Ok(())
     }
 
+    /// Begins a write transaction (a bounded wait: [`super::wait`]).
+    pub fn begin_write(
+        &self,
+    ) -> std::result::Result<redb::WriteTransaction, redb::TransactionError> {
+        super::wait::waiting(|| self.db().begin_write())
+    }
+
+    /// Begins a read transaction (a bounded wait: [`super::wait`]).
+    pub fn begin_read(&self) -> std::result::Result<redb::ReadTransaction, redb::TransactionError> {
+        super::wait::waiting(|| self.db().begin_read())
+    }
+
+    /// Gives freed pages back (best effort; a bounded wait: [`super::wait`]).
+    pub fn compact(&mut self) {
+        let _ = super::wait::waiting(|| self.db_mut().compact());
+    }
+
     /// Wraps a redb error with this index's path.
     pub fn err(&self, e: impl std::fmt::Display) -> Error {
         index_error(&self.path, e)
@@ -159,12 +180,12 @@ impl IndexDb {
 /// [`INDEX_SCHEMA_VERSION`]. `None` when it is missing, busy, damaged or of another version:
 /// the caller then takes the read-write path, which repairs.
 pub fn open_read_only(path: &Path) -> Option<redb::ReadOnlyDatabase> {
-    if !path.exists() || !is_verified(path) {
+    if !is_verified(path) {
         return None;
     }
-    let db = builder().open_read_only(path).ok()?;
+    let db = isolate(|| super::wait::waiting(|| builder().open_read_only(path)))?.ok()?;
     let version = {
-        let txn = db.begin_read().ok()?;
+        let txn = super::wait::waiting(|| db.begin_read()).ok()?;
         let table = txn.open_table(META).ok()?;
         let v = table.get("schema").ok()??;
         u32::from_le_bytes(v.value().try_into().ok()?)
@@ -191,16 +212,46 @@ fn marker_path(path: &Path) -> PathBuf {
     path.with_file_name(name)
 }
 
+/// The database file's identity, length, modification and status-change times, as the marker
+/// records them; `None` unless it is a regular file. The status-change time (ctime) cannot be
+/// set back by a user: a write followed by `touch -r` still changes it.
 fn file_version(path: &Path) -> Option<String> {
     use std::os::unix::fs::MetadataExt;
-    let m = std::fs::metadata(path).ok()?;
+    let m = std::fs::metadata(path)
+        .ok()
+        .filter(std::fs::Metadata::is_file)?;
     Some(format!(
-        "{} {} {} {}",
+        "{} {} {} {} {}",
         m.dev(),
         m.ino(),
         m.len(),
-        i128::from(m.mtime()) * 1_000_000_000 + i128::from(m.mtime_nsec())
+        i128::from(m.mtime()) * 1_000_000_000 + i128::from(m.mtime_nsec()),
+        i128::from(m.ctime()) * 1_000_000_000 + i128::from(m.ctime_nsec())
     ))
+}
+
+/// The longest marker chainlog writes (five decimal numbers and separators), with room.
+const MARKER_MAX: u64 = 256;
+
+/// Reads a small file chainlog wrote itself, refusing anything that is not a regular file of at
+/// most `max` bytes: a FIFO must not hang the reader, a link to `/dev/zero` must not eat memory.
+/// The open does not block (`O_NONBLOCK`: a FIFO opens at once) and the type and size are taken
+/// from the opened handle, so a swap between a check and the read cannot slip through.
+pub fn read_small_file(path: &Path, max: u64) -> Option<Vec<u8>> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .ok()?;
+    let m = file.metadata().ok()?;
+    if !m.is_file() || m.len() > max {
+        return None;
+    }
+    let mut out = Vec::new();
+    file.take(max + 1).read_to_end(&mut out).ok()?;
+    (out.len() as u64 <= max).then_some(out)
 }
 
 /// Whether the database file is exactly as chainlog last verified or wrote it. A file changed
@@ -209,20 +260,112 @@ fn file_version(path: &Path) -> Option<String> {
 pub fn is_verified(path: &Path) -> bool {
     match (
         file_version(path),
-        std::fs::read_to_string(marker_path(path)),
+        read_small_file(&marker_path(path), MARKER_MAX),
     ) {
-        (Some(now), Ok(mark)) => now == mark,
+        (Some(now), Some(mark)) => now.as_bytes() == mark.as_slice(),
         _ => false,
     }
 }
 
 fn mark_verified(path: &Path) {
+    use std::io::Write;
     let Some(v) = file_version(path) else { return };
     let marker = marker_path(path);
     let tmp = marker.with_extension(format!("tmp{}", std::process::id()));
-    if std::fs::write(&tmp, v).is_ok() {
+    let written = private_options()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&tmp)
+        .and_then(|mut f| f.write_all(v.as_bytes()));
+    if written.is_ok() {
         let _ = std::fs::rename(&tmp, &marker);
+    } else {
+        // A full disk: leave nothing behind.
+        let _ = std::fs::remove_file(&tmp);
     }
+}
+
+/// Runs one redb call that reads a sidecar's pages before chainlog could check them. redb 4.6.0
+/// panics on some damaged pages instead of returning `StorageError::Corrupted` (an
+/// `unreachable!()` in `Btree::get_helper`, `tree_store/btree.rs:1110`, when a page's type byte
+/// is neither leaf nor branch; a database open reads the allocator state and system tables
+/// that way). Only these calls (open, read-only open, `check_integrity`) are isolated: a
+/// panic there is damage, answered by a rebuild, and its message is not printed. A panic
+/// anywhere else is a bug and is not caught.
+fn isolate<T>(f: impl FnOnce() -> T) -> Option<T> {
+    quiet_hook();
+    QUIET.with(|q| q.set(true));
+    let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).ok();
+    QUIET.with(|q| q.set(false));
+    out
+}
+
+thread_local! {
+    /// Set while an [`isolate`]d redb call runs on this thread.
+    static QUIET: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Installs (once) a panic hook that stays silent for panics inside [`isolate`] and hands
+/// every other panic to the hook that was there before.
+fn quiet_hook() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if !QUIET.with(std::cell::Cell::get) {
+                previous(info);
+            }
+        }));
+    });
+}
+
+/// `Database::create` in multi-writer mode: a bounded wait, and a panic on a damaged file
+/// turned into a corruption error ([`isolate`]).
+fn create_isolated(path: &Path) -> std::result::Result<Database, DatabaseError> {
+    isolate(|| super::wait::waiting(|| builder().create(path))).unwrap_or_else(|| {
+        Err(DatabaseError::Storage(redb::StorageError::Corrupted(
+            "redb panicked reading the damaged file".into(),
+        )))
+    })
+}
+
+/// Options that create files readable by their owner only: a sidecar holds prompt text from
+/// transcripts that Claude Code keeps private (0600 files in 0700 folders).
+fn private_options() -> std::fs::OpenOptions {
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut o = std::fs::OpenOptions::new();
+    o.mode(0o600);
+    o
+}
+
+/// Creates the sidecar file empty with mode 0600 if it does not exist (redb then initialises
+/// it); whether it was created. An existing path that is not a regular file is refused
+/// (a directory, a FIFO): the location is unusable, and the caller answers from the transcript.
+fn create_private_file(path: &Path) -> std::io::Result<bool> {
+    match private_options().write(true).create_new(true).open(path) {
+        Ok(_) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            let m = std::fs::metadata(path)?;
+            if m.is_file() {
+                Ok(m.len() == 0)
+            } else {
+                Err(std::io::Error::other(
+                    "the index path is not a regular file",
+                ))
+            }
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Creates the sidecar folder (and missing parents) with mode 0700.
+fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
 }
 
 /// Allocates a new file id inside a write transaction.

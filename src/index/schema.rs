@@ -31,7 +31,9 @@ use redb::TableDefinition;
 /// - 2: `forward` table (ids named before they arrive: an append that brings one re-derives).
 /// - 3: lines with unreadable field types are kept (envelope read tolerantly) and noted in
 ///   `bad_lines` as `LineProblem::Fields`.
-pub const INDEX_SCHEMA_VERSION: u32 = 3;
+/// - 4: [`FileState`] and the cached facts record the status-change time (ctime) and when
+///   the file was last checked (racy-mtime rule).
+pub const INDEX_SCHEMA_VERSION: u32 = 4;
 
 /// The lowest and highest 16-byte ids, for range scans over one file's rows.
 pub const ID_FIRST: [u8; 16] = [0; 16];
@@ -113,6 +115,12 @@ pub struct FileState {
     pub indexed_len: u64,
     /// Modification time (ns) when last indexed.
     pub mtime_ns: i128,
+    /// Status-change time (ns) when last indexed: a write followed by `touch -r` changes it.
+    pub ctime_ns: i128,
+    /// Wall-clock time (ns) when the bytes were last read to check or index them. A file whose
+    /// modification time is not clearly before it may have changed again within the same
+    /// timestamp tick: its stat proves nothing ([`crate::index::ingest::Stat::unchanged`]).
+    pub checked_at_ns: i128,
     /// Lines framed so far (blank ones included).
     pub lines: u64,
     /// Rows (messages) in map order.

@@ -130,3 +130,15 @@ pub fn short(uuid: &str) -> String {
 pub fn shorts<S: AsRef<str>>(uuids: &[S]) -> Vec<String> {
     uuids.iter().map(|u| short(u.as_ref())).collect()
 }
+
+/// Sets a file's modification time to an hour ago: chainlog re-reads a file modified just
+/// before it was last read (the racy-mtime rule), so tests of cache hits age their files.
+pub fn age(path: &Path) {
+    let hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+    std::fs::File::options()
+        .write(true)
+        .open(path)
+        .unwrap()
+        .set_modified(hour_ago)
+        .unwrap();
+}
