@@ -191,15 +191,7 @@ fn block(b: &Value) -> Block {
         },
         "tool_result" => Block::ToolResult {
             tool_use_id: s("tool_use_id"),
-            text: match b.get("content") {
-                Some(Value::String(t)) => t.clone(),
-                Some(Value::Array(parts)) => parts
-                    .iter()
-                    .filter_map(|p| p.get("text").and_then(Value::as_str))
-                    .collect::<Vec<_>>()
-                    .join("\n"),
-                _ => String::new(),
-            },
+            text: result_text(b.get("content")),
             is_error: b.get("is_error").and_then(Value::as_bool) == Some(true),
         },
         "image" => Block::Image {
@@ -223,5 +215,18 @@ fn input_text(v: &Value) -> String {
         Value::Object(o) => o.values().map(input_text).collect::<Vec<_>>().join("\n"),
         Value::Null => String::new(),
         other => other.to_string(),
+    }
+}
+
+/// A tool result's text: its string content, or its text parts joined by newlines.
+pub(crate) fn result_text(content: Option<&Value>) -> String {
+    match content {
+        Some(Value::String(t)) => t.clone(),
+        Some(Value::Array(parts)) => parts
+            .iter()
+            .filter_map(|p| p.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
     }
 }

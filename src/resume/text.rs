@@ -65,15 +65,7 @@ fn render_block(out: &mut String, b: &Value) {
             push_text(out, &format!("→ {} ", printable(name)), &input);
         }
         Some("tool_result") => {
-            let content = match b.get("content") {
-                Some(Value::String(s)) => s.clone(),
-                Some(Value::Array(parts)) => parts
-                    .iter()
-                    .filter_map(|p| p.get("text").and_then(Value::as_str))
-                    .collect::<Vec<_>>()
-                    .join("\n"),
-                _ => String::new(),
-            };
+            let content = super::message::result_text(b.get("content"));
             push_text(out, "← ", &content);
         }
         Some(other) => {
