@@ -130,8 +130,13 @@ pub fn run(cli: &Cli, a: &ResumeArgs, out: &mut impl Write) -> CliResult {
     emit_with(cli, target.path(), &a.view, prefix, out)
 }
 
-/// How often `resume` resolves again when the file changed while it was read.
-const RACE_RETRIES: u32 = 5;
+/// How often `resume` resolves again when the file changed while it was read. Each try
+/// waits a little longer (up to [`RACE_BACKOFF_MAX`]), so a writer that keeps rewriting
+/// the tail is out of phase with some try; the whole wait stays under about half a second.
+const RACE_RETRIES: u32 = 30;
+
+/// The longest wait between two tries.
+const RACE_BACKOFF_MAX: std::time::Duration = std::time::Duration::from_millis(20);
 
 /// An error that means the transcript changed under the read (worth resolving again).
 fn changed_under_us(e: &Error) -> bool {
@@ -202,8 +207,13 @@ fn emit_with(
     let (ans, resolution, body) = loop {
         match resolve_and_read(cli, path, &opts, a) {
             Err(e) if tries < RACE_RETRIES && changed_under_us(&e) => {
+                if tries == 0 {
+                    eprintln!("chainlog: note: {e}; resolving again");
+                }
                 tries += 1;
-                eprintln!("chainlog: note: {e}; resolving again");
+                std::thread::sleep(RACE_BACKOFF_MAX.min(std::time::Duration::from_micros(
+                    u64::from(tries) * u64::from(tries) * 100,
+                )));
             }
             r => break r?,
         }
