@@ -15,8 +15,8 @@ use std::hint::black_box;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use chainlog::generate::{GenOptions, generate_to};
 use chainlog::{ResolveOptions, Store, Transcript, read_view, resolve};
+use chainlog_gen::{GenOptions, generate_to};
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 
 const MIB: u64 = 1 << 20;
@@ -34,7 +34,7 @@ fn transcript(dir: &Path, bytes: u64) -> PathBuf {
     let path = dir.join(format!("projects/-bench/s{}.jsonl", bytes / MIB));
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     let mut opts = GenOptions::everything(7, bytes);
-    opts.corruption = chainlog::generate::Corruption::default();
+    opts.corruption = chainlog_gen::Corruption::default();
     opts.compact_every_bytes = Some(2 * MIB);
     let mut f = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
     generate_to(&opts, &mut f).unwrap();

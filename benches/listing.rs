@@ -10,8 +10,8 @@ use std::hint::black_box;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use chainlog::generate::{GenOptions, generate, write_session};
 use chainlog::{FactsCache, ListOptions, Store, list_sessions, scan_session_facts};
+use chainlog_gen::{GenOptions, generate, write_session};
 use criterion::{Criterion, criterion_group, criterion_main};
 
 fn count() -> usize {

@@ -1,6 +1,6 @@
 //! Property tests over generated transcripts (SPEC B6, STYLE practice 8).
 //!
-//! The generator ([`chainlog::generate`]) writes sessions with the answer a correct loader
+//! The generator ([`chainlog_gen`]) writes sessions with the answer a correct loader
 //! must give ([`Expected`]); the reference loader is the oracle for everything else. For
 //! every generated session (every feature on, random feature subsets, a few large files):
 //!
@@ -19,12 +19,12 @@
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
-use chainlog::generate::{
-    Corruption, Expected, GenOptions, GeneratedSession, SidechainLayout, generate, write_session,
-};
 use chainlog::{
     Flags, Id, Kind, LeafRule, Link, Resolution, ResolveOptions, Stop, Store, Transcript, View,
     ViewEntry, leaf_report, read_view, resolve, upgrade,
+};
+use chainlog_gen::{
+    Corruption, Expected, GenOptions, GeneratedSession, SidechainLayout, generate, write_session,
 };
 use proptest::prelude::*;
 use serde_json::Value;

@@ -16,8 +16,8 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use chainlog::generate::{GenOptions, generate};
 use chainlog::{ResolveOptions, Source, Store, Transcript, View, resolve};
+use chainlog_gen::{GenOptions, generate};
 use proptest::prelude::*;
 
 const ROLE: &str = "CHAINLOG_PROPS_CHILD";

@@ -379,11 +379,7 @@ fn a_stopped_writer_blocks_no_other_command_for_long() {
     {
         std::fs::create_dir_all(&project).unwrap();
         let mut f = std::io::BufWriter::new(std::fs::File::create(&big).unwrap());
-        chainlog::generate::generate_to(
-            &chainlog::generate::GenOptions::plain(7, 30 << 20),
-            &mut f,
-        )
-        .unwrap();
+        chainlog_gen::generate_to(&chainlog_gen::GenOptions::plain(7, 30 << 20), &mut f).unwrap();
         f.flush().unwrap();
         drop(f);
         // Older than the others: `continue` picks the newest (the changed session).

@@ -6,8 +6,8 @@
 
 use std::io::Read;
 
-use chainlog::generate::{GenOptions, generate};
 use chainlog::{LineProblem, ResolveOptions, Store, Transcript, View, read_view, resolve};
+use chainlog_gen::{GenOptions, generate};
 use proptest::prelude::*;
 
 fn opts(view: View) -> ResolveOptions {

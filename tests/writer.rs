@@ -13,8 +13,8 @@ mod util;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use chainlog::generate::{Corruption, GenOptions, SidechainLayout, generate};
 use chainlog::{ResolveOptions, Source, Store, Transcript, WriterOptions, resolve};
+use chainlog_gen::{Corruption, GenOptions, SidechainLayout, generate};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 

@@ -185,29 +185,15 @@ impl From<std::io::Error> for CliError {
 
 pub type CliResult = Result<ExitCode, CliError>;
 
-/// Above this size `gen` compacts the session every [`GEN_COMPACT_EVERY`] bytes, so the
-/// resume view the generator tracks (its memory) stays bounded however large `--bytes` is.
-const GEN_STREAM_ABOVE: u64 = 64 << 20;
-/// See [`GEN_STREAM_ABOVE`].
-const GEN_COMPACT_EVERY: u64 = 32 << 20;
-
 fn gen_cmd(a: &GenArgs) -> CliResult {
-    use chainlog::generate::{GenOptions, generate_to};
-    let mut opts = if a.everything {
+    use chainlog_gen::GenOptions;
+    let opts = if a.everything {
         GenOptions::everything(a.seed, a.bytes)
     } else {
         GenOptions::plain(a.seed, a.bytes)
     };
-    if a.bytes > GEN_STREAM_ABOVE && opts.compact_every_bytes.is_none() {
-        opts.compact_every_bytes = Some(GEN_COMPACT_EVERY);
-    }
-    // Streamed to the file: memory does not follow `--bytes`.
-    let io = |e| chainlog::Error::io(&a.out, e);
-    let file = std::fs::File::create(&a.out).map_err(io)?;
-    let mut w = std::io::BufWriter::new(file);
-    let expected = generate_to(&opts, &mut w).map_err(io)?;
-    let file = w.into_inner().map_err(|e| io(e.into_error()))?;
-    let len = file.metadata().map_err(io)?.len();
+    let (len, expected) =
+        chainlog_gen::write_file(&opts, &a.out).map_err(|e| chainlog::Error::io(&a.out, e))?;
     eprintln!(
         "wrote {} ({len} bytes, {} messages on the resume view)",
         a.out.display(),

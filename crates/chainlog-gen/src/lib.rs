@@ -292,6 +292,27 @@ pub fn generate_to(opts: &GenOptions, w: &mut impl Write) -> io::Result<Expected
     Ok(out.expected)
 }
 
+/// Above this size [`write_file`] compacts the session every [`COMPACT_EVERY`] bytes, so
+/// the resume view the generator tracks (its memory) stays bounded however large the file.
+pub const STREAM_ABOVE: u64 = 64 << 20;
+/// See [`STREAM_ABOVE`].
+pub const COMPACT_EVERY: u64 = 32 << 20;
+
+/// Writes the main file of one session to `path`, streamed (memory does not follow the
+/// size; above [`STREAM_ABOVE`] bytes the session compacts regularly unless `opts` says
+/// otherwise). Returns the file's length and the expected answer. Sub-agent files are not
+/// written (use [`generate`] and [`write_session`] for a whole claude dir).
+pub fn write_file(opts: &GenOptions, path: &Path) -> io::Result<(u64, Expected)> {
+    let mut opts = opts.clone();
+    if opts.target_bytes > STREAM_ABOVE && opts.compact_every_bytes.is_none() {
+        opts.compact_every_bytes = Some(COMPACT_EVERY);
+    }
+    let mut w = io::BufWriter::new(create_private(path)?);
+    let expected = generate_to(&opts, &mut w)?;
+    let file = w.into_inner().map_err(io::IntoInnerError::into_error)?;
+    Ok((file.metadata()?.len(), expected))
+}
+
 /// Claude Code's project directory name for a cwd (SPEC A3): every UTF-16 code unit that is
 /// not ASCII alphanumeric becomes `-` (the generator's cwds are short, so no hashing).
 pub fn project_key(cwd: &str) -> String {
@@ -311,7 +332,7 @@ pub fn write_session(projects_dir: &Path, s: &GeneratedSession) -> io::Result<Pa
     let project = projects_dir.join(project_key(&s.cwd));
     make_dir(&project)?;
     let main = project.join(format!("{}.jsonl", s.session_id));
-    write_file(&main, &s.main)?;
+    write_bytes(&main, &s.main)?;
     for agent in &s.agents {
         let dir = match agent.layout {
             SidechainLayout::Subagents => {
@@ -321,12 +342,12 @@ pub fn write_session(projects_dir: &Path, s: &GeneratedSession) -> io::Result<Pa
             }
             _ => project.clone(),
         };
-        write_file(
+        write_bytes(
             &dir.join(format!("agent-{}.jsonl", agent.agent_id)),
             &agent.jsonl,
         )?;
         if let Some(meta) = &agent.meta_json {
-            write_file(
+            write_bytes(
                 &dir.join(format!("agent-{}.meta.json", agent.agent_id)),
                 meta,
             )?;
@@ -343,12 +364,17 @@ fn make_dir(dir: &Path) -> io::Result<()> {
     b.create(dir)
 }
 
-fn write_file(path: &Path, bytes: &[u8]) -> io::Result<()> {
+/// Creates (or truncates) `path`, readable by its owner only (transcripts are private).
+fn create_private(path: &Path) -> io::Result<std::fs::File> {
     let mut o = std::fs::OpenOptions::new();
     o.write(true).create(true).truncate(true);
     #[cfg(unix)]
     std::os::unix::fs::OpenOptionsExt::mode(&mut o, 0o600);
-    let mut f = o.open(path)?;
+    o.open(path)
+}
+
+fn write_bytes(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let mut f = create_private(path)?;
     f.write_all(bytes)?;
     f.flush()
 }

@@ -39,7 +39,6 @@ mod catalog;
 mod chain;
 mod error;
 mod export;
-pub mod generate;
 mod index;
 mod resume;
 mod search;

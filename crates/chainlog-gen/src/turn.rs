@@ -58,7 +58,7 @@ impl<W: Write> Session<'_, W> {
     }
 
     fn file_history_snapshot(&mut self, message_id: &str) -> io::Result<()> {
-        let ts = crate::generate::rng::format_ms(self.clock.now_ms());
+        let ts = crate::rng::format_ms(self.clock.now_ms());
         let v = lines::metadata(
             "file-history-snapshot",
             lines::Obj::new()

@@ -654,7 +654,7 @@ fn project_keys() {
 }
 
 #[test]
-#[ignore = "benchmark: cargo test --release --lib generate::tests::throughput -- --ignored --nocapture"]
+#[ignore = "benchmark: cargo test --release --lib tests::throughput -- --ignored --nocapture"]
 fn throughput() {
     for opts in [
         GenOptions {
