@@ -41,6 +41,7 @@ mod error;
 mod export;
 mod index;
 mod resume;
+#[cfg(feature = "search")]
 mod search;
 mod transcript;
 mod writer;
@@ -80,6 +81,7 @@ pub use resume::{
     read_view,
     text::render as render_text,
 };
+#[cfg(feature = "search")]
 pub use search::{
     SearchCatchUp, SearchHit, SearchOptions, matching_sessions, search, search_catch_up,
 };

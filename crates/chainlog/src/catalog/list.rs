@@ -47,7 +47,7 @@ pub struct ListOptions {
     /// Keep sessions whose title, first prompt or last prompt contains this
     /// (case-insensitive), or that are in `search_hits`.
     pub search: Option<String>,
-    /// Sessions a full-text search found for `search` (see [`crate::search`]).
+    /// Sessions a full-text search found for `search` (the full-text search of feature `search`).
     pub search_hits: Option<std::collections::HashSet<PathBuf>>,
     /// Keep sessions with exactly this tag.
     pub tag: Option<String>,

@@ -129,6 +129,7 @@ impl Store {
 
     /// The full-text search index of a project directory (`chainlog search`), beside the
     /// sidecars.
+    #[cfg(feature = "search")]
     pub(crate) fn search_dir(&self, project_dir: &Path) -> PathBuf {
         let abs = std::fs::canonicalize(project_dir).unwrap_or_else(|_| project_dir.to_path_buf());
         self.index_dir.join("search").join(project_slug(&abs))
