@@ -15,7 +15,11 @@ use std::hint::black_box;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use chainlog::{ResolveOptions, Store, Transcript, read_view, resolve};
+use chainlog::Store;
+use chainlog::reference::ResolveOptions;
+use chainlog::reference::Transcript;
+use chainlog::reference::resolve;
+use chainlog::view::read_view;
 use chainlog_gen::{GenOptions, generate_to};
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 

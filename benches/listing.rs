@@ -10,7 +10,11 @@ use std::hint::black_box;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use chainlog::{FactsCache, ListOptions, Store, list_sessions, scan_session_facts};
+use chainlog::ListOptions;
+use chainlog::Store;
+use chainlog::discovery::list_sessions;
+use chainlog::discovery::scan_session_facts;
+use chainlog::sidecar::FactsCache;
 use chainlog_gen::{GenOptions, generate, write_session};
 use criterion::{Criterion, criterion_group, criterion_main};
 

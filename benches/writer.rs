@@ -9,7 +9,8 @@ use std::io::Write;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use chainlog::{Store, WriterOptions};
+use chainlog::Store;
+use chainlog::WriterOptions;
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::{Value, json};
 

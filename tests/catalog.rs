@@ -12,10 +12,17 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use chainlog::{
-    AgentLayout, Error, ListOptions, SessionFacts, SortBy, Target, list_sessions, project_key,
-    resolve_target, scan_session_facts, session_agents,
-};
+use chainlog::Error;
+use chainlog::ListOptions;
+use chainlog::SessionFacts;
+use chainlog::SortBy;
+use chainlog::Target;
+use chainlog::discovery::AgentLayout;
+use chainlog::discovery::list_sessions;
+use chainlog::discovery::project_key;
+use chainlog::discovery::resolve_target;
+use chainlog::discovery::scan_session_facts;
+use chainlog::discovery::session_agents;
 use serde_json::{Value, json};
 
 // ------------------------------------------------------------------------------------------

@@ -59,7 +59,7 @@ impl Dir {
     }
     fn session_path(&self, sid: &str) -> PathBuf {
         let work = std::fs::canonicalize(self.work()).unwrap();
-        let key = chainlog::project_key(work.to_str().unwrap());
+        let key = chainlog::discovery::project_key(work.to_str().unwrap());
         self.claude()
             .join("projects")
             .join(key)

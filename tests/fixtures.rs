@@ -17,10 +17,18 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Debug;
 use std::path::{Path, PathBuf};
 
-use chainlog::{
-    LeafRule, Link, Resolution, ResolveOptions, Stop, Transcript, View, ViewEntry, hash64,
-    leaf_report, read_view, resolve,
-};
+use chainlog::LeafRule;
+use chainlog::Resolution;
+use chainlog::format::hash64;
+use chainlog::reference::Link;
+use chainlog::reference::ResolveOptions;
+use chainlog::reference::Stop;
+use chainlog::reference::Transcript;
+use chainlog::reference::View;
+use chainlog::reference::leaf_report;
+use chainlog::reference::resolve;
+use chainlog::view::ViewEntry;
+use chainlog::view::read_view;
 use serde::Deserialize;
 use serde_json::Value;
 use util::{manifest_dir, short, shorts};

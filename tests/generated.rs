@@ -19,10 +19,22 @@
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
-use chainlog::{
-    Flags, Id, Kind, LeafRule, Link, Resolution, ResolveOptions, Stop, Store, Transcript, View,
-    ViewEntry, leaf_report, read_view, resolve, upgrade,
-};
+use chainlog::Id;
+use chainlog::LeafRule;
+use chainlog::Resolution;
+use chainlog::Store;
+use chainlog::format::Flags;
+use chainlog::format::Kind;
+use chainlog::format::upgrade;
+use chainlog::reference::Link;
+use chainlog::reference::ResolveOptions;
+use chainlog::reference::Stop;
+use chainlog::reference::Transcript;
+use chainlog::reference::View;
+use chainlog::reference::leaf_report;
+use chainlog::reference::resolve;
+use chainlog::view::ViewEntry;
+use chainlog::view::read_view;
 use chainlog_gen::{
     Corruption, Expected, GenOptions, GeneratedSession, SidechainLayout, generate, write_session,
 };

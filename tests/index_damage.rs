@@ -2,7 +2,12 @@
 
 use std::path::{Path, PathBuf};
 
-use chainlog::{INDEX_SCHEMA_VERSION, ResolveOptions, Source, Store, Transcript, resolve};
+use chainlog::Source;
+use chainlog::Store;
+use chainlog::reference::ResolveOptions;
+use chainlog::reference::Transcript;
+use chainlog::reference::resolve;
+use chainlog::sidecar::INDEX_SCHEMA_VERSION;
 use redb::{ReadableDatabase, TableDefinition};
 
 const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");

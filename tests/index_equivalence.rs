@@ -6,7 +6,13 @@ mod util;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use chainlog::{ResolveOptions, Source, Store, Transcript, View, resolve, verify};
+use chainlog::Source;
+use chainlog::Store;
+use chainlog::reference::ResolveOptions;
+use chainlog::reference::Transcript;
+use chainlog::reference::View;
+use chainlog::reference::resolve;
+use chainlog::sidecar::verify;
 
 fn manifest() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

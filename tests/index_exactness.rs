@@ -6,7 +6,13 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use chainlog::{ResolveOptions, Source, Store, Transcript, View, resolve, verify};
+use chainlog::Source;
+use chainlog::Store;
+use chainlog::reference::ResolveOptions;
+use chainlog::reference::Transcript;
+use chainlog::reference::View;
+use chainlog::reference::resolve;
+use chainlog::sidecar::verify;
 
 fn id(n: u64) -> String {
     format!("00000000-0000-4000-8000-{n:012x}")

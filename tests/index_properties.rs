@@ -16,7 +16,12 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use chainlog::{ResolveOptions, Source, Store, Transcript, View, resolve};
+use chainlog::Source;
+use chainlog::Store;
+use chainlog::reference::ResolveOptions;
+use chainlog::reference::Transcript;
+use chainlog::reference::View;
+use chainlog::reference::resolve;
 use chainlog_gen::{GenOptions, generate};
 use proptest::prelude::*;
 

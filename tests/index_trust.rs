@@ -11,7 +11,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use chainlog::{ResolveOptions, Source, Store, Transcript, resolve, verify};
+use chainlog::Source;
+use chainlog::Store;
+use chainlog::reference::ResolveOptions;
+use chainlog::reference::Transcript;
+use chainlog::reference::resolve;
+use chainlog::sidecar::verify;
 
 fn id(n: u64) -> String {
     format!("00000000-0000-4000-8000-{n:012x}")

@@ -6,7 +6,13 @@
 
 use std::io::Read;
 
-use chainlog::{LineProblem, ResolveOptions, Store, Transcript, View, read_view, resolve};
+use chainlog::Store;
+use chainlog::format::LineProblem;
+use chainlog::reference::ResolveOptions;
+use chainlog::reference::Transcript;
+use chainlog::reference::View;
+use chainlog::reference::resolve;
+use chainlog::view::read_view;
 use chainlog_gen::{GenOptions, generate};
 use proptest::prelude::*;
 

@@ -6,7 +6,9 @@ mod util;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use chainlog::{FactsCache, Store, scan_session_facts};
+use chainlog::Store;
+use chainlog::discovery::scan_session_facts;
+use chainlog::sidecar::FactsCache;
 
 fn real_dir() -> PathBuf {
     util::real_corpus()

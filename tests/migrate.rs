@@ -1,11 +1,17 @@
 //! Transcript format steps (`migrate/`, STYLE practice 7): every numbered folder upgrades its
 //! `before.jsonl` to its `after.jsonl` byte for byte, a second upgrade changes nothing, the
-//! folders and [`chainlog::UPGRADE_STEPS`] match one to one, and the resume view hands the
+//! folders and [`chainlog::format::UPGRADE_STEPS`] match one to one, and the resume view hands the
 //! upgraded shape over.
 
 use std::path::{Path, PathBuf};
 
-use chainlog::{Id, ResolveOptions, Transcript, UPGRADE_STEPS, read_view, resolve, upgrade};
+use chainlog::Id;
+use chainlog::format::UPGRADE_STEPS;
+use chainlog::format::upgrade;
+use chainlog::reference::ResolveOptions;
+use chainlog::reference::Transcript;
+use chainlog::reference::resolve;
+use chainlog::view::read_view;
 use serde_json::Value;
 
 fn migrate_dir() -> PathBuf {
@@ -53,7 +59,7 @@ fn folders_are_numbered_steps_matching_the_code() {
     let names: Vec<&str> = dirs.iter().map(|d| name(d)).collect();
     assert_eq!(
         names, UPGRADE_STEPS,
-        "migrate/ folders and chainlog::UPGRADE_STEPS (same steps, same order)"
+        "migrate/ folders and chainlog::format::UPGRADE_STEPS (same steps, same order)"
     );
     for (i, n) in names.iter().enumerate() {
         let (num, rest) = n

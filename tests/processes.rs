@@ -9,7 +9,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use chainlog::{ResolveOptions, Store, Transcript, resolve, verify};
+use chainlog::Store;
+use chainlog::reference::ResolveOptions;
+use chainlog::reference::Transcript;
+use chainlog::reference::resolve;
+use chainlog::sidecar::verify;
 
 const ROLE: &str = "CHAINLOG_CHILD_ROLE";
 

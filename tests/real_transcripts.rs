@@ -16,7 +16,13 @@ mod util;
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
-use chainlog::{LeafRule, Resolution, ResolveOptions, Stop, Transcript, View, resolve};
+use chainlog::LeafRule;
+use chainlog::Resolution;
+use chainlog::reference::ResolveOptions;
+use chainlog::reference::Stop;
+use chainlog::reference::Transcript;
+use chainlog::reference::View;
+use chainlog::reference::resolve;
 use serde_json::Value;
 
 const ENV: &str = "CHAINLOG_REAL_TRANSCRIPTS";
@@ -393,7 +399,7 @@ fn every_real_transcript_resolves_like_the_oracle() {
         if let Err(e) = resolve_view(&t, View::Full) {
             failures.push(format!("{file}: resolve --full failed: {e}"));
         }
-        if let Err(e) = chainlog::read_view(&path, &res.chain, &t.names) {
+        if let Err(e) = chainlog::view::read_view(&path, &res.chain, &t.names) {
             failures.push(format!("{file}: read_view failed: {e}"));
         }
         let bytes = std::fs::read(&path).expect("readable");

@@ -9,7 +9,8 @@
 
 mod util;
 
-use chainlog::{ApiOptions, api_messages_of};
+use chainlog::view::ApiOptions;
+use chainlog::view::api_messages_of;
 use serde_json::{Value, json};
 
 fn user(uuid: &str, content: Value) -> Value {

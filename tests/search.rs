@@ -6,7 +6,10 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use chainlog::{SearchOptions, Store, search, search_catch_up};
+use chainlog::Store;
+use chainlog::search::SearchOptions;
+use chainlog::search::search;
+use chainlog::search::search_catch_up;
 use serde_json::json;
 
 const CWD: &str = "/work/demo";

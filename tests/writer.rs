@@ -13,7 +13,12 @@ mod util;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use chainlog::{ResolveOptions, Source, Store, Transcript, WriterOptions, resolve};
+use chainlog::Source;
+use chainlog::Store;
+use chainlog::WriterOptions;
+use chainlog::reference::ResolveOptions;
+use chainlog::reference::Transcript;
+use chainlog::reference::resolve;
 use chainlog_gen::{Corruption, GenOptions, SidechainLayout, generate};
 use proptest::prelude::*;
 use serde_json::{Value, json};
@@ -358,7 +363,7 @@ fn tombstone_outside_the_tail_window_is_a_full_atomic_rewrite() {
     }
     w.flush().unwrap();
     let before = std::fs::read(w.path()).unwrap();
-    assert!(before.len() as u64 > chainlog::TAIL_WINDOW * 2);
+    assert!(before.len() as u64 > chainlog::writer::TAIL_WINDOW * 2);
     let ino = std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(w.path()).unwrap());
     assert!(w.remove(&first).unwrap());
     let after = std::fs::read(w.path()).unwrap();

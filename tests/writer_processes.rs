@@ -13,7 +13,11 @@ use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
-use chainlog::{ResolveOptions, Source, Store, Transcript, WriterOptions};
+use chainlog::Source;
+use chainlog::Store;
+use chainlog::WriterOptions;
+use chainlog::reference::ResolveOptions;
+use chainlog::reference::Transcript;
 use serde_json::json;
 
 const ROLE: &str = "CHAINLOG_WRITER_CHILD";

@@ -4,7 +4,8 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use chainlog::{Error, Target};
+use chainlog::Error;
+use chainlog::Target;
 
 use super::{Cli, CliResult, write_json};
 
@@ -26,7 +27,7 @@ pub fn run(cli: &Cli, a: &AgentsArgs, out: &mut impl Write) -> CliResult {
         ))
         .into());
     }
-    let agents = chainlog::session_agents(target.path())?;
+    let agents = chainlog::discovery::session_agents(target.path())?;
     if cli.json {
         for ag in &agents {
             write_json(out, &serde_json::to_value(ag).unwrap_or_default())?;

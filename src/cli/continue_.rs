@@ -6,7 +6,9 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use chainlog::{Error, ListOptions, SortBy};
+use chainlog::Error;
+use chainlog::ListOptions;
+use chainlog::SortBy;
 
 use super::resume::{ViewArgs, emit};
 use super::{Cli, CliResult};

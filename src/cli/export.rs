@@ -4,7 +4,8 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use chainlog::{ExportFormat, ExportOptions};
+use chainlog::export::ExportFormat;
+use chainlog::export::ExportOptions;
 
 use super::{Cli, CliResult};
 
@@ -58,11 +59,11 @@ pub fn run(cli: &Cli, a: &ExportArgs, out: &mut impl Write) -> CliResult {
             let mut f = std::io::BufWriter::new(
                 std::fs::File::create(file).map_err(|e| chainlog::Error::io(file, e))?,
             );
-            chainlog::export(&store, target.path(), &opts, &mut f)?;
+            chainlog::export::export(&store, target.path(), &opts, &mut f)?;
             f.flush().map_err(|e| chainlog::Error::io(file, e))?;
             eprintln!("chainlog: wrote {}", file.display());
         }
-        None => chainlog::export(&store, target.path(), &opts, out)?,
+        None => chainlog::export::export(&store, target.path(), &opts, out)?,
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -4,7 +4,8 @@ use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use chainlog::{Error, verify};
+use chainlog::Error;
+use chainlog::sidecar::verify;
 use serde_json::json;
 
 use super::{Cli, CliResult, write_json};

@@ -4,7 +4,10 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use chainlog::{ResolveOptions, Store, leaf_report, resolve};
+use chainlog::Store;
+use chainlog::reference::ResolveOptions;
+use chainlog::reference::leaf_report;
+use chainlog::reference::resolve;
 use serde_json::json;
 
 use super::{Cli, CliResult, report_problems, scan_path, write_json};

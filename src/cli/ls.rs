@@ -4,7 +4,9 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use chainlog::{ListOptions, SessionFacts, SortBy};
+use chainlog::ListOptions;
+use chainlog::SessionFacts;
+use chainlog::SortBy;
 
 use super::table::{self, Column, Style};
 use super::{Cli, CliResult, write_json};

@@ -224,14 +224,16 @@ pub fn store(cli: &Cli) -> Result<chainlog::Store, chainlog::Error> {
 }
 
 /// Loads a transcript given as a path, with a readable error.
-pub fn scan_path(path: &std::path::Path) -> Result<chainlog::Transcript, chainlog::Error> {
+pub fn scan_path(
+    path: &std::path::Path,
+) -> Result<chainlog::reference::Transcript, chainlog::Error> {
     if !path.is_file() {
         return Err(chainlog::Error::NotFound(format!(
             "{}: no such transcript file",
             path.display()
         )));
     }
-    chainlog::Transcript::open(path).map_err(|e| chainlog::Error::io(path, e))
+    chainlog::reference::Transcript::open(path).map_err(|e| chainlog::Error::io(path, e))
 }
 
 /// Bad lines reported one by one; the rest are counted (a file can hold millions).

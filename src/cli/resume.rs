@@ -1,13 +1,16 @@
 //! `chainlog resume`: print the resume view (or the full chain) root-first.
 //!
 //! The argument is a session id, a transcript path, an agent id or an exact title
-//! (`chainlog::resolve_target`); `continue` shares the output ([`emit`]).
+//! (`chainlog::discovery::resolve_target`); `continue` shares the output ([`emit`]).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use chainlog::{Conversation, Error, ResumeOptions, Target};
+use chainlog::Conversation;
+use chainlog::Error;
+use chainlog::ResumeOptions;
+use chainlog::Target;
 use serde_json::json;
 
 use super::{Cli, CliResult, report_problems, write_json};
@@ -97,7 +100,7 @@ pub fn run(cli: &Cli, a: &ResumeArgs, out: &mut impl Write) -> CliResult {
         ..
     } = &target
     {
-        let meta = chainlog::read_agent_meta(meta_path.as_deref());
+        let meta = chainlog::discovery::read_agent_meta(meta_path.as_deref());
         eprintln!(
             "chainlog: agent {agent_id} ({}{})",
             layout.as_str(),
@@ -143,9 +146,9 @@ fn print(cli: &Cli, conv: &Conversation, a: &ViewArgs, out: &mut impl Write) -> 
     }
     let view = conv.entries();
     if a.format == Format::Api {
-        let messages = chainlog::api_messages(
+        let messages = chainlog::view::api_messages(
             view,
-            &chainlog::ApiOptions {
+            &chainlog::view::ApiOptions {
                 model: a.model.clone(),
             },
         );
@@ -158,7 +161,7 @@ fn print(cli: &Cli, conv: &Conversation, a: &ViewArgs, out: &mut impl Write) -> 
                 out.write_all(&e.json)?;
                 out.write_all(b"\n")?;
             }
-            Format::Text => write!(out, "{}", chainlog::render_text(e))?,
+            Format::Text => write!(out, "{}", chainlog::view::render_text(e))?,
             Format::Api => {}
         }
     }
@@ -219,7 +222,7 @@ fn report_breaks(path: &Path, res: &chainlog::Resolution) {
             b.reachable_fraction * 100.0
         );
     }
-    if let Some(chainlog::Stop::Cycle { at }) = res.stop {
+    if let Some(chainlog::reference::Stop::Cycle { at }) = res.stop {
         eprintln!(
             "chainlog: warning: {}: parent cycle at {at}; chain cut there",
             path.display()

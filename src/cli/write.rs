@@ -11,7 +11,13 @@ use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use chainlog::{Error, Position, SessionWriter, Target, WriterOptions, check_entry, check_id};
+use chainlog::Error;
+use chainlog::Position;
+use chainlog::SessionWriter;
+use chainlog::Target;
+use chainlog::WriterOptions;
+use chainlog::format::check_id;
+use chainlog::writer::check_entry;
 use serde_json::Value;
 
 use super::{Cli, CliResult};
@@ -77,7 +83,7 @@ fn existing_session(cli: &Cli, project: Option<&Path>, arg: &str) -> Result<Path
             // named exactly: its full id or its exact title.
             let exact = arg.eq_ignore_ascii_case(&session_id) || {
                 let store = super::store(cli)?;
-                let mut cache = chainlog::FactsCache::new(&store);
+                let mut cache = chainlog::sidecar::FactsCache::new(&store);
                 let title = cache.facts(&path).map(|f| f.title);
                 let _ = cache.flush();
                 title.is_ok_and(|t| t == arg)
@@ -114,7 +120,7 @@ fn open_writer(cli: &Cli, path: &Path, cwd: String) -> Result<SessionWriter, Err
 /// The `cwd` a session's messages carry (its first message's), else the current directory.
 fn session_cwd(cli: &Cli, path: &Path) -> String {
     let cwd = super::store(cli).ok().and_then(|store| {
-        let mut cache = chainlog::FactsCache::new(&store);
+        let mut cache = chainlog::sidecar::FactsCache::new(&store);
         let cwd = cache.facts(path).ok().and_then(|f| f.cwd);
         let _ = cache.flush();
         cwd
@@ -175,13 +181,14 @@ pub fn append(cli: &Cli, a: &AppendArgs, out: &mut impl Write) -> CliResult {
             let cwd = session_cwd(cli, &p);
             (p, cwd)
         }
-        Err(Error::NotFound(_)) if chainlog::is_uuid(&a.session) => {
+        Err(Error::NotFound(_)) if chainlog::discovery::is_uuid(&a.session) => {
             let cwd = a
                 .project
                 .as_deref()
-                .map_or_else(current_dir, chainlog::normalize_cwd);
+                .map_or_else(current_dir, chainlog::discovery::normalize_cwd);
             let claude = chainlog::claude_dir(cli.claude_dir.as_deref())?;
-            let dir = chainlog::projects_root(&claude).join(chainlog::project_key(&cwd));
+            let dir = chainlog::discovery::projects_root(&claude)
+                .join(chainlog::discovery::project_key(&cwd));
             (dir.join(format!("{}.jsonl", a.session)), cwd)
         }
         Err(e) => return Err(e.into()),
@@ -203,14 +210,14 @@ pub fn fork(cli: &Cli, a: &ForkArgs, out: &mut impl Write) -> CliResult {
         check_id(at)?;
     }
     let path = existing_session(cli, a.project.as_deref(), &a.session)?;
-    let sid = chainlog::fork(&super::store(cli)?, &path, a.at.as_deref())?;
+    let sid = chainlog::writer::fork(&super::store(cli)?, &path, a.at.as_deref())?;
     writeln!(out, "{sid}")?;
     Ok(ExitCode::SUCCESS)
 }
 
 pub fn branch(cli: &Cli, a: &BranchArgs, out: &mut impl Write) -> CliResult {
     let path = existing_session(cli, a.project.as_deref(), &a.session)?;
-    let sid = chainlog::branch(&super::store(cli)?, &path, a.name.as_deref())?;
+    let sid = chainlog::writer::branch(&super::store(cli)?, &path, a.name.as_deref())?;
     writeln!(out, "{sid}")?;
     Ok(ExitCode::SUCCESS)
 }

@@ -9,7 +9,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-use chainlog::{Id, IdNames};
+use chainlog::Id;
+use chainlog::format::IdNames;
 
 /// The crate root (where `fixtures/` lives).
 pub fn manifest_dir() -> &'static Path {

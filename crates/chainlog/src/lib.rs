@@ -1,99 +1,127 @@
 //! chainlog — an embedded event store for AI coding-agent session transcripts.
 //!
-//! Claude Code keeps each session as an append-only JSONL file whose entries form a tree
-//! through `uuid`/`parentUuid`. chainlog reads those files in place (the JSONL stays the
-//! truth), resolves the chain a resume hands to the model (SPEC A5), and lists sessions.
+//! Claude Code keeps each session as an append-only JSONL file under
+//! `~/.claude/projects/<project-key>/<sessionId>.jsonl` whose entries form a tree through
+//! `uuid`/`parentUuid`. chainlog reads those files in place (the JSONL stays the truth) and
+//! keeps a disposable index sidecar beside them, caught up by tailing, so a listing reads no
+//! unchanged transcript and a resume reads the lines of the chain it returns.
+//!
+//! A [`Store`] is the entry point: it lists sessions ([`Store::sessions`]), resumes one
+//! ([`Store::resume`] → [`Conversation`] of typed [`Message`]s) and writes
+//! ([`Store::writer`]).
 //!
 //! ```
-//! use chainlog::{Transcript, ResolveOptions, resolve};
-//!
-//! let jsonl = concat!(
-//!     r#"{"parentUuid":null,"isSidechain":false,"type":"user","message":{"role":"user","content":"hi"},"uuid":"00000000-0000-4000-8000-000000000001","timestamp":"2025-01-01T00:00:00.000Z","sessionId":"s"}"#, "\n",
-//!     r#"{"parentUuid":"00000000-0000-4000-8000-000000000001","isSidechain":false,"type":"assistant","message":{"id":"m1","role":"assistant","content":[{"type":"text","text":"hello"}]},"uuid":"00000000-0000-4000-8000-000000000002","timestamp":"2025-01-01T00:00:01.000Z","sessionId":"s"}"#, "\n",
-//! );
-//! let t = Transcript::scan_bytes(jsonl.as_bytes());
-//! let r = resolve(&t, ResolveOptions::default()).unwrap();
-//! let uuids: Vec<String> = r.chain.iter().map(|l| l.uuid.to_string()).collect();
-//! assert_eq!(uuids, ["00000000-0000-4000-8000-000000000001", "00000000-0000-4000-8000-000000000002"]);
-//! ```
-//!
-//! Listing sessions (the catalog, SPEC A3/A6): discovery is a directory listing; the facts of
-//! each file come from a callback, here the reference full scan ([`scan_session_facts`]); an
-//! index can answer the same callback from its tables.
-//!
-//! ```no_run
-//! use chainlog::{ListOptions, claude_dir, list_sessions, resolve_target, scan_session_facts};
-//!
-//! let claude = claude_dir(None)?; // $CLAUDE_CONFIG_DIR, else ~/.claude
-//! let all = ListOptions { all: true, ..ListOptions::default() };
-//! for s in list_sessions(&claude, &all, &mut scan_session_facts)? {
-//!     println!("{}  {:>4}  {}", s.session_id, s.message_count, s.title);
+//! use chainlog::{ListOptions, ResumeOptions, Store};
+//! # let tmp = tempfile::tempdir()?;
+//! # let project = tmp.path().join("claude/projects/-work");
+//! # std::fs::create_dir_all(&project)?;
+//! # std::fs::write(project.join("0b0e3a4c-5f0e-4c4e-9d2a-7a1f6f2b9c01.jsonl"), concat!(
+//! #   r#"{"parentUuid":null,"isSidechain":false,"type":"user","message":{"role":"user","content":"hi"},"uuid":"00000000-0000-4000-8000-000000000001","timestamp":"2025-01-01T00:00:00.000Z","sessionId":"0b0e3a4c-5f0e-4c4e-9d2a-7a1f6f2b9c01","cwd":"/work"}"#, "\n",
+//! #   r#"{"parentUuid":"00000000-0000-4000-8000-000000000001","isSidechain":false,"type":"assistant","message":{"id":"m1","role":"assistant","content":[{"type":"text","text":"hello"}]},"uuid":"00000000-0000-4000-8000-000000000002","timestamp":"2025-01-01T00:00:01.000Z","sessionId":"0b0e3a4c-5f0e-4c4e-9d2a-7a1f6f2b9c01","cwd":"/work"}"#, "\n",
+//! # ))?;
+//! # let (claude_dir, index_dir) = (tmp.path().join("claude"), tmp.path().join("index"));
+//! let store = Store::open(claude_dir, index_dir)?; // e.g. Store::open_default()
+//! let listing = store.sessions(&ListOptions::all())?; // newest first, facts from the index
+//! let newest = &listing.sessions[0];
+//! let conversation = store.resume(&newest.session_id, &ResumeOptions::default())?;
+//! for m in conversation.messages() {
+//!     println!("{}: {}", m.role.as_str(), m.text());
 //! }
-//! // A session id, a transcript path, an agent id or an exact title.
-//! let target = resolve_target(&claude, None, "Fix the login bug", &mut scan_session_facts)?;
-//! println!("{}", target.path().display());
-//! # Ok::<(), chainlog::Error>(())
+//! assert_eq!(conversation.messages().last().unwrap().text(), "hello");
+//! assert_eq!(conversation.source(), &chainlog::Source::Index);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+//!
+//! Beside the concepts at the crate root, modules hold the parts for programs that need
+//! them: [`reference`](mod@reference) (the full scan every indexed answer must equal), [`discovery`]
+//! (listing without a store), [`format`](mod@format) (the line format), [`view`] (chains as lines and as
+//! the client's request), [`sidecar`] (index facts and verification), [`export`],
+//! [`writer`] and, with the `search` feature, `search`.
 
 mod catalog;
 mod chain;
 mod error;
-mod export;
+pub mod export;
 mod index;
 mod resume;
 #[cfg(feature = "search")]
-mod search;
+pub mod search;
 mod store;
 mod transcript;
-mod writer;
+pub mod writer;
 
-pub use catalog::paths::normalize_cwd;
-pub use catalog::{
-    AgentInfo, AgentLayout, ListOptions, SessionFacts, SortBy, Target,
-    agents::{AgentMeta, read_meta as read_agent_meta},
-    discover::{
-        AgentFile, ProjectDir, ProjectListing, is_uuid, list_project, project_dirs,
-        session_agent_files,
-    },
-    facts::{ForeignSummary, ForkedFrom, PrLink, UNTITLED},
-    list::{FactsFn, Scope, list_scope, list_scope_skipping, resolve_scope},
-    list_sessions, list_sessions_skipping,
-    paths::{claude_dir, key_matches, project_key, projects_root},
-    resolve_target, scan_session_facts, session_agents, session_facts,
-};
-pub use chain::{
-    BadLine, ChainBreak, ChainBridge, LeafInfo, LeafRule, Link, MessageRow, Resolution,
-    ResolveOptions, Stop, Transcript, UnknownLeaf, View, leaf_report, resolve,
-};
-pub use error::{Error, Position, Result, check_id};
-pub use export::{
-    AgentDoc, Branch, Document, ExportFormat, ExportOptions, build as export_document, export,
-};
-pub use index::facts::FactsCache;
+// The concepts: a store, its listings and conversations, and what they are made of.
+pub use catalog::paths::claude_dir;
+pub use catalog::{AgentInfo, ListOptions, SessionFacts, SortBy, Target};
+pub use chain::{ChainBreak, LeafRule, Resolution};
+pub use error::{Error, Position, Result};
 pub use index::ingest::CatchUp;
-pub use index::schema::INDEX_SCHEMA_VERSION;
-pub use index::state::IndexFault;
-pub use index::verify::{Difference, verify};
 pub use index::{Answer, Source, Store};
 pub use resume::conversation::{Conversation, ResumeOptions};
-pub use resume::{
-    ApiOptions, ForkContext, Interrupt, ViewEntry, api_messages, api_messages_of,
-    detect as detect_interrupt, fork_context,
-    message::{Block, Message, Role},
-    read_view,
-    text::render as render_text,
-};
-#[cfg(feature = "search")]
-pub use search::{
-    SearchCatchUp, SearchHit, SearchOptions, matching_sessions, search, search_catch_up,
-};
+pub use resume::interrupt::Interrupt;
+pub use resume::message::{Block, Message, Role};
 pub use store::Listing;
-pub use transcript::envelope::{Flags, Kind, LineProblem, hash64};
-pub use transcript::frame::LinePos;
-pub use transcript::id::{Id, IdNames};
-pub use transcript::upgrade::{STEPS as UPGRADE_STEPS, upgrade};
-pub use writer::{
-    FlushReport, SessionWriter, WRITTEN_VERSION, WriterOptions, check_entry,
-    copy::{branch, fork},
-    tombstone::TAIL_WINDOW,
-};
+pub use transcript::id::Id;
+pub use writer::{SessionWriter, WriterOptions};
+
+/// Finding sessions without a [`Store`]: claude dirs, project keys, discovery of project
+/// folders and agent files, per-file facts, listings over a facts callback, and `resume`
+/// targets.
+pub mod discovery {
+    pub use crate::catalog::agents::{AgentMeta, read_meta as read_agent_meta};
+    pub use crate::catalog::discover::{
+        AgentFile, AgentLayout, ProjectDir, ProjectListing, is_uuid, list_project, project_dirs,
+        session_agent_files,
+    };
+    pub use crate::catalog::facts::{ForeignSummary, ForkedFrom, PrLink, UNTITLED};
+    pub use crate::catalog::list::{
+        FactsFn, Scope, list_scope, list_scope_skipping, resolve_scope,
+    };
+    pub use crate::catalog::paths::{key_matches, normalize_cwd, project_key, projects_root};
+    pub use crate::catalog::{
+        list_sessions, list_sessions_skipping, resolve_target, scan_session_facts, session_agents,
+        session_facts,
+    };
+}
+
+/// The reference loader: a full scan of one transcript and the chain resolution every
+/// faster path must equal.
+pub mod reference {
+    pub use crate::chain::{
+        BadLine, ChainBridge, LeafInfo, Link, MessageRow, ResolveOptions, Stop, Transcript,
+        UnknownLeaf, View, leaf_report, resolve,
+    };
+}
+
+/// The transcript format: ids, line kinds and flags, line problems, metadata, upgrades of
+/// legacy shapes.
+pub mod format {
+    pub use crate::error::check_id;
+    pub use crate::transcript::envelope::{
+        Flags, Kind, LineProblem, MessageHead, MetaEntry, Segment, hash64,
+    };
+    pub use crate::transcript::frame::{FrameSummary, LinePos};
+    pub use crate::transcript::id::IdNames;
+    pub use crate::transcript::loose::FieldNote;
+    pub use crate::transcript::metadata::{MetaRef, Metadata};
+    pub use crate::transcript::upgrade::{STEPS as UPGRADE_STEPS, upgrade};
+}
+
+/// The index sidecar below a [`Store`]: cached per-file facts, verification against the
+/// reference loader, faults.
+pub mod sidecar {
+    pub use crate::index::facts::FactsCache;
+    pub use crate::index::schema::INDEX_SCHEMA_VERSION;
+    pub use crate::index::state::IndexFault;
+    pub use crate::index::verify::{Difference, verify};
+}
+
+/// A resolved chain as lines: reading it by offset, the client's request built from it,
+/// readable text, interrupts, fork agents' inherited context.
+pub mod view {
+    pub use crate::resume::interrupt::detect as detect_interrupt;
+    pub use crate::resume::text::render as render_text;
+    pub use crate::resume::{
+        ApiOptions, ForkContext, ViewEntry, api_messages, api_messages_of, fork_context, read_view,
+    };
+}

@@ -25,7 +25,6 @@ pub mod prompt;
 pub mod target;
 
 pub use agents::{AgentInfo, session_agents};
-pub use discover::AgentLayout;
 pub use facts::{SessionFacts, scan_session_facts, session_facts};
 pub use list::{ListOptions, SortBy, list_sessions, list_sessions_skipping};
 pub use target::{Target, resolve_target};

@@ -4,12 +4,12 @@
 //! # Design
 //! [`build`] gathers a [`Document`] once — the chosen chain (or the full conversation), with
 //! `--all-branches` every other leaf's branch from the point where it leaves the chain, and
-//! the sub-agent transcripts of the session — and the renderers ([`markdown`], [`html`]) only
+//! the sub-agent transcripts of the session — and the renderers (`markdown`, `html`) only
 //! format it. Everything is read through [`Store::resolve`] (the index when it can answer) and
 //! [`read_view`], so the export shows exactly what `resume` resolves.
 
-pub mod html;
-pub mod markdown;
+mod html;
+mod markdown;
 
 use std::collections::HashMap;
 use std::io::Write;

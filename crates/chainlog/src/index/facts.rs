@@ -122,7 +122,7 @@ impl<'s> FactsCache<'s> {
     /// Writes the facts computed by this cache (one transaction per sidecar). A busy,
     /// damaged or unusable sidecar is skipped: the cache is an optimisation, the next listing
     /// scans again. A sidecar whose write lock another process holds past
-    /// [`super::wait::LOCK_WAIT`] (a stopped process) is skipped too.
+    /// `super::wait::LOCK_WAIT` (a stopped process) is skipped too.
     pub fn flush(self) -> Result<()> {
         for (db_path, slot) in self.slots {
             drop(slot.table);

@@ -31,7 +31,7 @@ use redb::TableDefinition;
 /// - 2: `forward` table (ids named before they arrive: an append that brings one re-derives).
 /// - 3: lines with unreadable field types are kept (envelope read tolerantly) and noted in
 ///   `bad_lines` as `LineProblem::Fields`.
-/// - 4: [`FileState`] and the cached facts record the status-change time (ctime) and when
+/// - 4: `FileState` and the cached facts record the status-change time (ctime) and when
 ///   the file was last checked (racy-mtime rule).
 pub const INDEX_SCHEMA_VERSION: u32 = 4;
 

@@ -6,7 +6,7 @@
 //! the redb index: delete it and the next search rebuilds it.
 //!
 //! - **A document per message** (user, assistant, and `local_command` system entries): its
-//!   searchable text ([`Message::searchable_text`]: texts, thinking, tool names and inputs, tool
+//!   searchable text ([`Message::searchable_text`](crate::Message::searchable_text): texts, thinking, tool names and inputs, tool
 //!   results), and where its line is (path, offset, length). The text is indexed, not stored:
 //!   the few lines a query returns are read again from the transcript to cut their snippets.
 //! - **Kept current by tailing**, as the redb index is: the commit payload records, per

@@ -198,7 +198,7 @@ pub enum LineProblem {
     MissingUuid,
     /// NUL bytes (a preallocated or zero-filled region, typically after a crash).
     Nul,
-    /// Longer than [`super::frame::MAX_LINE`]: streamed past, not held or parsed.
+    /// Longer than `super::frame::MAX_LINE`: streamed past, not held or parsed.
     TooLong,
     /// Not a problem that drops the line: the entry was kept, but some fields could not be
     /// read (treated as absent) or were given twice (the last one used).

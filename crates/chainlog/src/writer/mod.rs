@@ -11,12 +11,12 @@
 //! # Design
 //! | module | job |
 //! |---|---|
-//! | [`shape`] | envelope key order, `sessionId`/`cwd`/`version` stamps, JS number formatting |
-//! | [`sink`] | one file: lock, foreign tail, parent cursor, dedup, one `write` per batch |
-//! | [`tombstone`] | `remove(uuid)`: atomic rewrite without one line |
-//! | [`copy`] | `fork` (as `--fork-session` writes it) and `branch` |
+//! | `shape` | envelope key order, `sessionId`/`cwd`/`version` stamps, JS number formatting |
+//! | `sink` | one file: lock, foreign tail, parent cursor, dedup, one `write` per batch |
+//! | `tombstone` | `remove(uuid)`: atomic rewrite without one line |
+//! | `copy` | `fork` (as `--fork-session` writes it) and `branch` |
 //!
-//! [`SessionWriter`] routes each entry to a [`sink::Sink`]: sidechain messages with an
+//! [`SessionWriter`] routes each entry to a `sink::Sink`: sidechain messages with an
 //! `agentId` (and agent `content-replacement`s) go to `<sid>/subagents/agent-<id>.jsonl`, the
 //! rest to `<sid>.jsonl`. Entries wait in memory until [`SessionWriter::flush`]; the main file
 //! is created only with its first user or assistant message (SPEC A4 lazy materialisation),
@@ -28,10 +28,13 @@
 //! (the prefix rule). A writer opened on an existing session continues from the last message
 //! of its resume view (where Claude Code's own writer continues after `--resume`).
 
-pub mod copy;
-pub mod shape;
-pub mod sink;
-pub mod tombstone;
+mod copy;
+mod shape;
+mod sink;
+mod tombstone;
+
+pub use copy::{branch, fork};
+pub use tombstone::TAIL_WINDOW;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -306,7 +309,7 @@ impl SessionWriter {
     }
 
     /// Removes the message `uuid` from the main transcript (a discarded attempt), atomically
-    /// (see [`tombstone`]). Flushes first. Returns whether a line was removed.
+    /// (see `tombstone`). Flushes first. Returns whether a line was removed.
     pub fn remove(&mut self, uuid: &str) -> Result<bool> {
         self.flush()?;
         let store = self.store.clone();
