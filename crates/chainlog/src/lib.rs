@@ -110,7 +110,7 @@ pub mod format {
 /// The index sidecar below a [`Store`]: cached per-file facts, verification against the
 /// reference loader, faults.
 pub mod sidecar {
-    pub use crate::index::facts::FactsCache;
+    pub use crate::catalog::cache::FactsCache;
     pub use crate::index::schema::INDEX_SCHEMA_VERSION;
     pub use crate::index::state::IndexFault;
     pub use crate::index::verify::{Difference, verify};

@@ -3,9 +3,10 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::catalog::cache::FactsCache;
 use crate::catalog::{self, ListOptions, SessionFacts, Target};
 use crate::error::{Error, Result};
-use crate::index::{Store, facts::FactsCache};
+use crate::index::Store;
 use crate::resume::conversation::{Conversation, ResumeOptions};
 
 /// The sessions a listing found, and the files it could not read (each error names its file).

@@ -17,6 +17,7 @@
 //! files, filters, order, title lookups) is shared, so both give the same listing.
 
 pub mod agents;
+pub mod cache;
 pub mod discover;
 pub mod facts;
 pub mod list;

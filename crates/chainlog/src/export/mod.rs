@@ -180,7 +180,7 @@ pub fn build(store: &Store, path: &Path, opts: &ExportOptions) -> Result<Documen
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let title = crate::index::facts::FactsCache::new(store)
+    let title = crate::catalog::cache::FactsCache::new(store)
         .facts(path)
         .map_or_else(|_| session_id.clone(), |f| f.title);
     Ok(Document {

@@ -21,7 +21,6 @@
 
 pub mod codec;
 pub mod derive;
-pub mod facts;
 pub mod incremental;
 pub mod ingest;
 pub mod lookup;

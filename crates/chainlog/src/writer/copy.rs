@@ -192,7 +192,7 @@ pub fn branch(store: &Store, source: &Path, name: Option<&str>) -> Result<String
 /// `<name or first prompt> (Branch)`, or `(Branch N)` (N = 2, 3, …) when a session of the
 /// project already has that title.
 fn branch_title(store: &Store, source: &Path, name: Option<&str>) -> Result<String> {
-    let mut cache = crate::index::facts::FactsCache::new(store);
+    let mut cache = crate::catalog::cache::FactsCache::new(store);
     let base = match name {
         Some(n) => n.to_owned(),
         None => cache

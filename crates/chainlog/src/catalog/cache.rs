@@ -3,7 +3,7 @@
 //! Each session's [`SessionFacts`] is stored in the `facts` table of its project's sidecar
 //! with the file's identity, length, modification and status-change times, and when it was
 //! read. A listing `stat`s every file and answers from the cache when nothing changed and the
-//! times had settled before the read (the racy-mtime rule of [`super::ingest::settled`]); a
+//! times had settled before the read (the racy-mtime rule of [`crate::index::ingest::settled`]); a
 //! changed or new file is scanned once and its facts are written back in one transaction per
 //! sidecar at [`FactsCache::flush`].
 
@@ -12,13 +12,13 @@ use std::path::{Path, PathBuf};
 
 use redb::{ReadOnlyTable, ReadableDatabase};
 
-use super::Store;
-use super::codec::{decode, encode};
-use super::ingest::{Stat, now_ns, settled};
-use super::open::{self, IndexDb};
-use super::schema::FACTS;
-use crate::catalog::{SessionFacts, scan_session_facts};
+use super::{SessionFacts, scan_session_facts};
 use crate::error::Result;
+use crate::index::Store;
+use crate::index::codec::{decode, encode};
+use crate::index::ingest::{Stat, now_ns, settled};
+use crate::index::open::{self, IndexDb};
+use crate::index::schema::FACTS;
 
 #[derive(serde::Serialize, serde::Deserialize)]
 struct Cached {
@@ -90,9 +90,9 @@ impl<'s> FactsCache<'s> {
             slot.opened = true;
             // On a worker: a stopped writer mid-commit must not hold the listing (`wait`).
             let p = db_path.clone();
-            slot.table = super::wait::bounded(move || {
+            slot.table = crate::index::wait::bounded(move || {
                 open::open_read_only(&p)
-                    .and_then(|db| super::wait::waiting(|| db.begin_read()).ok())
+                    .and_then(|db| crate::index::wait::waiting(|| db.begin_read()).ok())
                     .and_then(|txn| txn.open_table(FACTS).ok())
             })
             .flatten();
@@ -122,7 +122,7 @@ impl<'s> FactsCache<'s> {
     /// Writes the facts computed by this cache (one transaction per sidecar). A busy,
     /// damaged or unusable sidecar is skipped: the cache is an optimisation, the next listing
     /// scans again. A sidecar whose write lock another process holds past
-    /// `super::wait::LOCK_WAIT` (a stopped process) is skipped too.
+    /// `crate::index::wait::LOCK_WAIT` (a stopped process) is skipped too.
     pub fn flush(self) -> Result<()> {
         for (db_path, slot) in self.slots {
             drop(slot.table);
@@ -130,7 +130,7 @@ impl<'s> FactsCache<'s> {
                 continue;
             }
             let pending = slot.pending;
-            super::wait::bounded(move || write_facts(&db_path, &pending));
+            crate::index::wait::bounded(move || write_facts(&db_path, &pending));
         }
         Ok(())
     }
