@@ -111,7 +111,8 @@ pub fn run(cli: &Cli, a: &ResumeArgs, out: &mut impl Write) -> CliResult {
             view: View::Resume,
             list_leaves: false,
         };
-        let ans = answer(cli, &fork.parent_path, opts, a.view.no_index)?;
+        let ans = answer(cli, &fork.parent_path, opts, a.view.no_index)
+            .map_err(|e| e.name_requested(&fork.parent_last))?;
         report_problems(&fork.parent_path, &ans);
         // Up to the spawning line: its own results (spliced) came after the fork started.
         let mut chain = ans.resolution.chain.clone();
@@ -161,7 +162,10 @@ fn resolve_and_read(
     ),
     Error,
 > {
-    let ans = answer(cli, path, *opts, a.no_index)?;
+    let ans = answer(cli, path, *opts, a.no_index).map_err(|e| match &a.leaf {
+        Some(text) => e.name_requested(text),
+        None => e,
+    })?;
     let resolution = if a.no_bridge {
         ans.resolution.clone().strict()
     } else {
@@ -246,18 +250,18 @@ fn emit_with(
         }
     }
     let interrupt = detect_interrupt(&view);
-    report_breaks(path, res);
+    report_breaks(path, res, &ans.names);
     if cli.json {
         write_json(
             out,
             &json!({"chainlog": {
                 "path": path,
-                "leaf": res.leaf.map(|(id, _)| id.to_string()),
+                "leaf": res.leaf.map(|(id, _)| ans.names.name(id)),
                 "leafRule": res.leaf.map(|(_, r)| r),
                 "messages": view.len(),
                 "interrupt": interrupt,
-                "chainBreak": res.chain_break,
-                "bridges": res.bridges,
+                "chainBreak": res.chain_break.as_ref().map(|b| b.to_json(&ans.names)),
+                "bridges": res.bridges.iter().map(|b| b.to_json(&ans.names)).collect::<Vec<_>>(),
                 "badLines": ans.bad_lines.len(),
                 "source": match &ans.source {
                     chainlog::Source::Index => "index",
@@ -278,16 +282,16 @@ fn emit_with(
 }
 
 /// Prints every bridged chain break, the unbridged one and a cycle on stderr (SPEC A8).
-fn report_breaks(path: &Path, res: &chainlog::Resolution) {
+fn report_breaks(path: &Path, res: &chainlog::Resolution, names: &chainlog::IdNames) {
     for b in &res.bridges {
         eprintln!(
             "chainlog: note: {}:{} (byte {}): chain break bridged: parent {} of {} is missing; continued from {}, {} ms older (--no-bridge: stop there)",
             path.display(),
             b.pos.line,
             b.pos.offset,
-            b.missing,
-            b.child,
-            b.to,
+            names.name(b.missing),
+            names.name(b.child),
+            names.name(b.to),
             b.gap_ms
         );
     }
@@ -297,15 +301,16 @@ fn report_breaks(path: &Path, res: &chainlog::Resolution) {
             path.display(),
             b.pos.line,
             b.pos.offset,
-            b.parent,
-            b.child,
+            names.name(b.parent),
+            names.name(b.child),
             b.reachable_fraction * 100.0
         );
     }
     if let Some(chainlog::Stop::Cycle { at }) = res.stop {
         eprintln!(
-            "chainlog: warning: {}: parent cycle at {at}; chain cut there",
-            path.display()
+            "chainlog: warning: {}: parent cycle at {}; chain cut there",
+            path.display(),
+            names.name(at)
         );
     }
 }

@@ -667,8 +667,8 @@ mod tests {
         assert!(!m.flags.has(Flags::VISIBLE));
         assert_eq!(m.message_id, Some(hash64("msg_1")));
         assert_eq!(
-            m.parent.unwrap().to_string(),
-            "00000000-0000-4000-8000-000000000001"
+            m.parent,
+            Some(Id::from_text("00000000-0000-4000-8000-000000000001"))
         );
     }
 
