@@ -29,7 +29,6 @@ pub mod open;
 pub mod query;
 pub mod schema;
 pub mod state;
-pub mod stored;
 pub mod verify;
 pub mod wait;
 

@@ -159,7 +159,7 @@ pub struct MessageHead {
 }
 
 /// A metadata line: an entry without a place in the tree.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MetaEntry {
     /// `type`, as written (unknown types are kept).
     pub ty: String,
