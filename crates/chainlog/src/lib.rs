@@ -88,6 +88,7 @@ pub use search::{
 pub use transcript::envelope::{Flags, Kind, LineProblem, hash64};
 pub use transcript::frame::LinePos;
 pub use transcript::id::{Id, IdNames};
+pub use transcript::time::format_millis;
 pub use transcript::upgrade::{STEPS as UPGRADE_STEPS, upgrade};
 pub use writer::{
     FlushReport, SessionWriter, WRITTEN_VERSION, WriterOptions, check_entry,
