@@ -23,19 +23,13 @@ pub struct ContinueArgs {
 }
 
 pub fn run(cli: &Cli, a: &ContinueArgs, out: &mut impl Write) -> CliResult {
-    a.view.check()?;
-    let claude = chainlog::claude_dir(cli.claude_dir.as_deref())?;
+    a.view.options().check()?;
     let opts = ListOptions {
         project: a.project.clone(),
         sort: SortBy::Modified,
         ..ListOptions::default()
     };
-    let store = super::store(cli);
-    let mut cache = chainlog::FactsCache::new(&store);
-    let mut skipped = Vec::new();
-    let sessions =
-        chainlog::list_sessions_skipping(&claude, &opts, &mut |p| cache.facts(p), &mut skipped)?;
-    cache.flush()?;
+    let chainlog::Listing { sessions, skipped } = super::store(cli)?.sessions(&opts)?;
     super::report_skipped(&skipped);
     let Some(newest) = sessions.iter().find(|f| f.leaf_uuid.is_some()) else {
         let project = a

@@ -52,7 +52,7 @@ pub fn run(cli: &Cli, a: &ExportArgs, out: &mut impl Write) -> CliResult {
         full: a.full,
         all_branches: a.all_branches,
     };
-    let store = super::store(cli);
+    let store = super::store(cli)?;
     match &a.output {
         Some(file) => {
             let mut f = std::io::BufWriter::new(

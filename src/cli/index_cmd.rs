@@ -63,7 +63,7 @@ pub enum Verb {
 }
 
 pub fn run(cli: &Cli, a: &PathsArgs, verb: Verb, out: &mut impl Write) -> CliResult {
-    let store = super::store(cli);
+    let store = super::store(cli)?;
     let files = transcripts(cli, a)?;
     let bar = progress_bar(files.len());
     let mut failed = 0usize;

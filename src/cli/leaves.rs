@@ -28,7 +28,7 @@ pub fn run(cli: &Cli, a: &LeavesArgs, out: &mut impl Write) -> CliResult {
     let indexed = if a.no_index {
         None
     } else {
-        super::store(cli).leaf_report(path).ok().flatten()
+        super::store(cli)?.leaf_report(path).ok().flatten()
     };
     let (ans, report) = if let Some(r) = indexed {
         r

@@ -53,8 +53,7 @@ pub struct LsArgs {
 }
 
 pub fn run(cli: &Cli, a: &LsArgs, out: &mut impl Write) -> CliResult {
-    let claude = chainlog::claude_dir(cli.claude_dir.as_deref())?;
-    let mut opts = ListOptions {
+    let opts = ListOptions {
         project: a.project.clone(),
         all: a.all,
         search: a.search.clone(),
@@ -67,21 +66,11 @@ pub fn run(cli: &Cli, a: &LsArgs, out: &mut impl Write) -> CliResult {
             SortArg::Created => SortBy::Created,
         },
     };
-    let store = super::store(cli);
-    if let Some(text) = &a.search {
-        // Title and prompts, or any message that matches in the full-text index.
-        let scope = chainlog::SearchOptions {
-            project: a.project.clone(),
-            all: a.all,
-            limit: 0,
-        };
-        opts.search_hits = Some(chainlog::matching_sessions(&store, &claude, text, &scope)?);
-    }
-    let mut cache = chainlog::FactsCache::new(&store);
-    let mut skipped = Vec::new();
-    let mut sessions =
-        chainlog::list_sessions_skipping(&claude, &opts, &mut |p| cache.facts(p), &mut skipped)?;
-    cache.flush()?;
+    // Title and prompts, or any message that matches in the full-text index.
+    let chainlog::Listing {
+        mut sessions,
+        skipped,
+    } = super::store(cli)?.sessions(&opts)?;
     super::report_skipped(&skipped);
     if !a.include_empty {
         sessions.retain(|f| f.message_count > 0);

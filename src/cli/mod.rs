@@ -209,17 +209,14 @@ pub fn target(
     project: Option<&std::path::Path>,
     arg: &str,
 ) -> Result<chainlog::Target, chainlog::Error> {
-    let claude = chainlog::claude_dir(cli.claude_dir.as_deref())?;
-    let store = store(cli);
-    let mut cache = chainlog::FactsCache::new(&store);
-    let target = chainlog::resolve_target(&claude, project, arg, &mut |p| cache.facts(p))?;
-    cache.flush()?;
-    Ok(target)
+    store(cli)?.target(project, arg)
 }
 
-/// The index store: `--index-dir`, else the default cache folder.
-pub fn store(cli: &Cli) -> chainlog::Store {
-    chainlog::Store::new(
+/// The store: `--claude-dir` (else the default claude dir) and `--index-dir` (else the
+/// default cache folder).
+pub fn store(cli: &Cli) -> Result<chainlog::Store, chainlog::Error> {
+    chainlog::Store::open(
+        chainlog::claude_dir(cli.claude_dir.as_deref())?,
         cli.index_dir
             .clone()
             .unwrap_or_else(chainlog::Store::default_index_dir),
@@ -235,29 +232,6 @@ pub fn scan_path(path: &std::path::Path) -> Result<chainlog::Transcript, chainlo
         )));
     }
     chainlog::Transcript::open(path).map_err(|e| chainlog::Error::io(path, e))
-}
-
-/// Resolves `path` from the index (or a full scan with `no_index`), with readable errors.
-pub fn answer(
-    cli: &Cli,
-    path: &std::path::Path,
-    opts: chainlog::ResolveOptions,
-    no_index: bool,
-) -> Result<chainlog::Answer, chainlog::Error> {
-    if !path.is_file() {
-        return Err(chainlog::Error::NotFound(format!(
-            "{}: no such transcript file",
-            path.display()
-        )));
-    }
-    if no_index {
-        return chainlog::Store::reference(path, opts, "--no-index".into());
-    }
-    let ans = store(cli).resolve(path, opts)?;
-    if let chainlog::Source::Transcript(why) = &ans.source {
-        eprintln!("chainlog: note: answered from the transcript (index not used: {why})");
-    }
-    Ok(ans)
 }
 
 /// Bad lines reported one by one; the rest are counted (a file can hold millions).

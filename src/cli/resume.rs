@@ -7,10 +7,10 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use chainlog::{Error, Id, ResolveOptions, Target, View, check_id, detect_interrupt, read_view};
+use chainlog::{Conversation, Error, ResumeOptions, Target};
 use serde_json::json;
 
-use super::{Cli, CliResult, answer, report_problems, write_json};
+use super::{Cli, CliResult, report_problems, write_json};
 
 /// How to print the view.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -73,18 +73,23 @@ pub struct ViewArgs {
 }
 
 impl ViewArgs {
-    /// Refuses path-like message ids before any file is read.
-    pub fn check(&self) -> Result<(), Error> {
-        for id in [&self.leaf, &self.at].into_iter().flatten() {
-            check_id(id)?;
+    /// The library's options for these flags.
+    pub fn options(&self) -> ResumeOptions {
+        ResumeOptions {
+            leaf: self.leaf.clone(),
+            full: self.full,
+            at: self.at.clone(),
+            strict: self.no_bridge,
+            no_index: self.no_index,
+            project: None,
         }
-        Ok(())
     }
 }
 
 pub fn run(cli: &Cli, a: &ResumeArgs, out: &mut impl Write) -> CliResult {
-    a.view.check()?;
-    let target = super::target(cli, a.project.as_deref(), &a.target)?;
+    a.view.options().check()?;
+    let store = super::store(cli)?;
+    let target = store.target(a.project.as_deref(), &a.target)?;
     if let Target::Agent {
         agent_id,
         layout,
@@ -101,144 +106,52 @@ pub fn run(cli: &Cli, a: &ResumeArgs, out: &mut impl Write) -> CliResult {
                 .unwrap_or_default()
         );
     }
-    let mut prefix = Vec::new();
-    if let Target::Agent { path, .. } = &target
-        && let Some(fork) = chainlog::fork_context(path)?
-    {
-        // A fork agent: the parent's chain up to the spawning tool_use comes first (SPEC A8).
-        let opts = ResolveOptions {
-            leaf: Some(Id::from_text(&fork.parent_last)),
-            view: View::Resume,
-            list_leaves: false,
-        };
-        let ans = answer(cli, &fork.parent_path, opts, a.view.no_index)
-            .map_err(|e| e.name_requested(&fork.parent_last))?;
-        report_problems(&fork.parent_path, &ans);
-        // Up to the spawning line: its own results (spliced) came after the fork started.
-        let mut chain = ans.resolution.chain.clone();
-        let last = Id::from_text(&fork.parent_last);
-        if let Some(cut) = chain.iter().position(|l| l.uuid == last) {
-            chain.truncate(cut + 1);
-        }
-        prefix = read_view(&fork.parent_path, &chain, &ans.names)?;
-        eprintln!(
-            "chainlog: fork agent: context from {} up to {} ({} entries)",
-            fork.parent_path.display(),
-            fork.parent_last,
-            prefix.len()
-        );
-    }
-    emit_with(cli, target.path(), &a.view, prefix, out)
-}
-
-/// How often `resume` resolves again when the file changed while it was read. Each try
-/// waits a little longer (up to [`RACE_BACKOFF_MAX`]), so a writer that keeps rewriting
-/// the tail is out of phase with some try; the whole wait stays under about half a second.
-const RACE_RETRIES: u32 = 30;
-
-/// The longest wait between two tries.
-const RACE_BACKOFF_MAX: std::time::Duration = std::time::Duration::from_millis(20);
-
-/// An error that means the transcript changed under the read (worth resolving again).
-fn changed_under_us(e: &Error) -> bool {
-    match e {
-        Error::Changed { .. } | Error::BadEntry { .. } => true,
-        Error::Io { source, .. } => source.kind() == std::io::ErrorKind::UnexpectedEof,
-        _ => false,
-    }
-}
-
-/// Resolves the chain and reads its lines (cut at `--at`).
-fn resolve_and_read(
-    cli: &Cli,
-    path: &Path,
-    opts: &ResolveOptions,
-    a: &ViewArgs,
-) -> Result<
-    (
-        chainlog::Answer,
-        chainlog::Resolution,
-        Vec<chainlog::ViewEntry>,
-    ),
-    Error,
-> {
-    let ans = answer(cli, path, *opts, a.no_index).map_err(|e| match &a.leaf {
-        Some(text) => e.name_requested(text),
-        None => e,
-    })?;
-    let resolution = if a.no_bridge {
-        ans.resolution.clone().strict()
-    } else {
-        ans.resolution.clone()
-    };
-    let mut chain = resolution.chain.clone();
-    if let Some(at) = &a.at {
-        let id = Id::from_text(at);
-        let Some(cut) = chain.iter().position(|l| l.uuid == id) else {
-            return Err(Error::NotFound(format!(
-                "{}: message {at} is not on the chosen chain",
-                path.display()
-            )));
-        };
-        chain.truncate(cut + 1);
-    }
-    let view = read_view(path, &chain, &ans.names)?;
-    Ok((ans, resolution, view))
+    let conv = store.resume_target(&target, &a.view.options())?;
+    print(cli, &conv, &a.view, out)
 }
 
 /// Prints the chain of the transcript at `path` as `a` asks.
 pub fn emit(cli: &Cli, path: &Path, a: &ViewArgs, out: &mut impl Write) -> CliResult {
-    emit_with(cli, path, a, Vec::new(), out)
+    let conv = super::store(cli)?.conversation(path, &a.options())?;
+    print(cli, &conv, a, out)
 }
 
-/// [`emit`] with `prefix` (a fork agent's inherited context) before the chain.
-fn emit_with(
-    cli: &Cli,
-    path: &Path,
-    a: &ViewArgs,
-    prefix: Vec<chainlog::ViewEntry>,
-    out: &mut impl Write,
-) -> CliResult {
-    a.check()?;
-    let opts = ResolveOptions {
-        leaf: a.leaf.as_deref().map(Id::from_text),
-        view: if a.full { View::Full } else { View::Resume },
-        list_leaves: false,
-    };
-    // The file can change between resolving and reading (a tombstone truncates the tail):
-    // resolve again from the new state, a few times.
-    let mut tries = 0;
-    let (ans, resolution, body) = loop {
-        match resolve_and_read(cli, path, &opts, a) {
-            Err(e) if tries < RACE_RETRIES && changed_under_us(&e) => {
-                if tries == 0 {
-                    eprintln!("chainlog: note: {e}; resolving again");
-                }
-                tries += 1;
-                std::thread::sleep(RACE_BACKOFF_MAX.min(std::time::Duration::from_micros(
-                    u64::from(tries) * u64::from(tries) * 100,
-                )));
-            }
-            r => break r?,
-        }
-    };
-    report_problems(path, &ans);
-    let res = &resolution;
+/// Prints `conv` in the format `a` asks for, and its notes on stderr.
+fn print(cli: &Cli, conv: &Conversation, a: &ViewArgs, out: &mut impl Write) -> CliResult {
+    if let Some(e) = conv.retried() {
+        eprintln!("chainlog: note: {e}; resolved again");
+    }
+    if let chainlog::Source::Transcript(why) = conv.source()
+        && !a.no_index
+    {
+        eprintln!("chainlog: note: answered from the transcript (index not used: {why})");
+    }
+    if let Some(fork) = conv.fork() {
+        eprintln!(
+            "chainlog: fork agent: context from {} up to {} ({} entries)",
+            fork.parent_path.display(),
+            fork.parent_last,
+            conv.inherited()
+        );
+    }
+    let path = conv.path();
+    let ans = conv.answer();
+    report_problems(path, ans);
+    let res = conv.resolution();
     if res.leaf.is_none() {
         return Err(Error::NotFound(format!("{}: no message to resume", path.display())).into());
     }
-    let mut view = prefix;
-    view.extend(body);
+    let view = conv.entries();
     if a.format == Format::Api {
         let messages = chainlog::api_messages(
-            &view,
+            view,
             &chainlog::ApiOptions {
                 model: a.model.clone(),
             },
         );
         write_json(out, &json!({ "messages": messages }))?;
     }
-    for e in &view {
+    for e in view {
         match a.format {
             Format::Uuids => writeln!(out, "{}", ans.names.name(e.link.uuid))?,
             Format::Jsonl => {
@@ -249,21 +162,21 @@ fn emit_with(
             Format::Api => {}
         }
     }
-    let interrupt = detect_interrupt(&view);
+    let interrupt = conv.interrupt();
     report_breaks(path, res, &ans.names);
     if cli.json {
         write_json(
             out,
             &json!({"chainlog": {
                 "path": path,
-                "leaf": res.leaf.map(|(id, _)| ans.names.name(id)),
+                "leaf": conv.leaf().map(|(id, _)| id),
                 "leafRule": res.leaf.map(|(_, r)| r),
                 "messages": view.len(),
                 "interrupt": interrupt,
                 "chainBreak": res.chain_break.as_ref().map(|b| b.to_json(&ans.names)),
                 "bridges": res.bridges.iter().map(|b| b.to_json(&ans.names)).collect::<Vec<_>>(),
                 "badLines": ans.bad_lines.len(),
-                "source": match &ans.source {
+                "source": match conv.source() {
                     chainlog::Source::Index => "index",
                     chainlog::Source::Transcript(_) => "transcript",
                 },

@@ -40,7 +40,7 @@ pub fn run(cli: &Cli, a: &SearchArgs, out: &mut impl Write) -> CliResult {
         all: a.all,
         limit: a.limit,
     };
-    let hits = chainlog::search(&super::store(cli), &claude, &a.query, &opts)?;
+    let hits = chainlog::search(&super::store(cli)?, &claude, &a.query, &opts)?;
     if cli.json {
         for h in &hits {
             let mut v = serde_json::to_value(h).unwrap_or_default();

@@ -76,7 +76,7 @@ fn existing_session(cli: &Cli, project: Option<&Path>, arg: &str) -> Result<Path
             // Lookups also accept id prefixes and title substrings; a write needs the session
             // named exactly: its full id or its exact title.
             let exact = arg.eq_ignore_ascii_case(&session_id) || {
-                let store = super::store(cli);
+                let store = super::store(cli)?;
                 let mut cache = chainlog::FactsCache::new(&store);
                 let title = cache.facts(&path).map(|f| f.title);
                 let _ = cache.flush();
@@ -108,15 +108,17 @@ fn open_writer(cli: &Cli, path: &Path, cwd: String) -> Result<SessionWriter, Err
         .and_then(|s| s.to_str())
         .ok_or_else(|| Error::NotFound(format!("{}: not a session file", path.display())))?;
     let dir = path.parent().unwrap_or(Path::new("."));
-    super::store(cli).writer(dir, sid, WriterOptions::new(cwd))
+    super::store(cli)?.writer(dir, sid, WriterOptions::new(cwd))
 }
 
 /// The `cwd` a session's messages carry (its first message's), else the current directory.
 fn session_cwd(cli: &Cli, path: &Path) -> String {
-    let store = super::store(cli);
-    let mut cache = chainlog::FactsCache::new(&store);
-    let cwd = cache.facts(path).ok().and_then(|f| f.cwd);
-    let _ = cache.flush();
+    let cwd = super::store(cli).ok().and_then(|store| {
+        let mut cache = chainlog::FactsCache::new(&store);
+        let cwd = cache.facts(path).ok().and_then(|f| f.cwd);
+        let _ = cache.flush();
+        cwd
+    });
     cwd.unwrap_or_else(current_dir)
 }
 
@@ -201,14 +203,14 @@ pub fn fork(cli: &Cli, a: &ForkArgs, out: &mut impl Write) -> CliResult {
         check_id(at)?;
     }
     let path = existing_session(cli, a.project.as_deref(), &a.session)?;
-    let sid = chainlog::fork(&super::store(cli), &path, a.at.as_deref())?;
+    let sid = chainlog::fork(&super::store(cli)?, &path, a.at.as_deref())?;
     writeln!(out, "{sid}")?;
     Ok(ExitCode::SUCCESS)
 }
 
 pub fn branch(cli: &Cli, a: &BranchArgs, out: &mut impl Write) -> CliResult {
     let path = existing_session(cli, a.project.as_deref(), &a.session)?;
-    let sid = chainlog::branch(&super::store(cli), &path, a.name.as_deref())?;
+    let sid = chainlog::branch(&super::store(cli)?, &path, a.name.as_deref())?;
     writeln!(out, "{sid}")?;
     Ok(ExitCode::SUCCESS)
 }

@@ -43,6 +43,7 @@ mod index;
 mod resume;
 #[cfg(feature = "search")]
 mod search;
+mod store;
 mod transcript;
 mod writer;
 
@@ -74,6 +75,7 @@ pub use index::schema::INDEX_SCHEMA_VERSION;
 pub use index::state::IndexFault;
 pub use index::verify::{Difference, verify};
 pub use index::{Answer, Source, Store};
+pub use resume::conversation::{Conversation, ResumeOptions};
 pub use resume::{
     ApiOptions, ForkContext, Interrupt, ViewEntry, api_messages, api_messages_of,
     detect as detect_interrupt, fork_context,
@@ -85,6 +87,7 @@ pub use resume::{
 pub use search::{
     SearchCatchUp, SearchHit, SearchOptions, matching_sessions, search, search_catch_up,
 };
+pub use store::Listing;
 pub use transcript::envelope::{Flags, Kind, LineProblem, hash64};
 pub use transcript::frame::LinePos;
 pub use transcript::id::{Id, IdNames};

@@ -40,7 +40,8 @@ pub enum SortBy {
 #[derive(Debug, Clone, Default)]
 pub struct ListOptions {
     /// A working directory (its project key is looked up) or a project directory. Ignored
-    /// with `all`; when neither is given, the current directory.
+    /// with `all`; when neither is given, the current directory's project (say which with
+    /// [`ListOptions::all`] or [`ListOptions::project`]).
     pub project: Option<PathBuf>,
     /// Every project.
     pub all: bool,
@@ -57,6 +58,25 @@ pub struct ListOptions {
     pub limit: Option<usize>,
     /// The order.
     pub sort: SortBy,
+}
+
+impl ListOptions {
+    /// Every session of every project, newest first.
+    pub fn all() -> ListOptions {
+        ListOptions {
+            all: true,
+            ..ListOptions::default()
+        }
+    }
+
+    /// The sessions of one project: `dir` is a working directory (its project key is looked
+    /// up), a project directory or a project key.
+    pub fn project(dir: impl Into<PathBuf>) -> ListOptions {
+        ListOptions {
+            project: Some(dir.into()),
+            ..ListOptions::default()
+        }
+    }
 }
 
 /// The per-file facts callback: the seam where an index plugs in.

@@ -85,6 +85,8 @@ pub struct Answer {
 #[derive(Debug, Clone)]
 pub struct Store {
     index_dir: PathBuf,
+    /// The claude dir sessions are listed and looked up in (`None`: the default one).
+    pub(crate) claude_dir: Option<PathBuf>,
     /// Sidecars whose lock another process held past [`wait::LOCK_WAIT`]: not waited on again.
     busy: Arc<Mutex<HashSet<PathBuf>>>,
 }
@@ -94,6 +96,7 @@ impl Store {
     pub fn new(index_dir: impl Into<PathBuf>) -> Store {
         Store {
             index_dir: index_dir.into(),
+            claude_dir: None,
             busy: Arc::default(),
         }
     }

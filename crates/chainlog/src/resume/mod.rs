@@ -3,6 +3,7 @@
 
 pub mod api;
 pub mod body;
+pub mod conversation;
 pub mod fork;
 pub mod interrupt;
 pub mod message;

@@ -1,0 +1,281 @@
+//! [`Conversation`]: what a resume hands over, read and typed — the answer of
+//! [`Store::resume`](crate::Store::resume) and [`Store::conversation`](crate::Store::conversation).
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use super::body::{ViewEntry, read_view};
+use super::fork::ForkContext;
+use super::interrupt::{Interrupt, detect};
+use super::message::Message;
+use crate::chain::{BadLine, ChainBreak, LeafRule, Resolution, ResolveOptions, View};
+use crate::error::{Error, Result, check_id};
+use crate::index::{Answer, Source, Store};
+use crate::transcript::id::{Id, IdNames};
+
+/// How to resume a session. The default is what Claude Code does: the chosen leaf, the resume
+/// view, missing parents bridged, answered from the index.
+#[derive(Debug, Clone, Default)]
+pub struct ResumeOptions {
+    /// Start from this message (its uuid as written) instead of the chosen leaf.
+    pub leaf: Option<String>,
+    /// The whole conversation across compact boundaries instead of the resume view.
+    pub full: bool,
+    /// Cut the chain after this message (its uuid as written).
+    pub at: Option<String>,
+    /// The strict walk: stop at a missing parent instead of bridging it to the nearest
+    /// earlier message at most 5 s older (Claude Code bridges).
+    pub strict: bool,
+    /// Answer from a full scan of the transcript instead of the index.
+    pub no_index: bool,
+    /// Where to look ids and titles up ([`Store::resume`]): a working directory, a project
+    /// directory or a project key; `None`: the current directory's project, then every one.
+    pub project: Option<PathBuf>,
+}
+
+impl ResumeOptions {
+    /// Refuses path-like message ids before any file is read.
+    pub fn check(&self) -> Result<()> {
+        for id in [&self.leaf, &self.at].into_iter().flatten() {
+            check_id(id)?;
+        }
+        Ok(())
+    }
+
+    fn resolve_options(&self) -> ResolveOptions {
+        ResolveOptions {
+            leaf: self.leaf.as_deref().map(Id::from_text),
+            view: if self.full { View::Full } else { View::Resume },
+            list_leaves: false,
+        }
+    }
+}
+
+/// A resumed conversation: the messages the model gets, root first, and how they were found.
+#[derive(Debug, Clone)]
+pub struct Conversation {
+    path: PathBuf,
+    answer: Answer,
+    entries: Vec<ViewEntry>,
+    inherited: usize,
+    fork: Option<ForkContext>,
+    retried: Option<String>,
+}
+
+impl Conversation {
+    /// The transcript the conversation was read from.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The messages, typed (role, text, content blocks; the raw JSON line is kept).
+    pub fn messages(&self) -> impl ExactSizeIterator<Item = Message> + '_ {
+        self.entries
+            .iter()
+            .map(|e| Message::from_entry(e, &self.answer.names))
+    }
+
+    /// The projected JSON lines (byte-identical to the transcript where no projection applied).
+    pub fn entries(&self) -> &[ViewEntry] {
+        &self.entries
+    }
+
+    /// How many leading entries a fork agent inherited from its parent session.
+    pub fn inherited(&self) -> usize {
+        self.inherited
+    }
+
+    /// The parent session a fork agent inherited its context from.
+    pub fn fork(&self) -> Option<&ForkContext> {
+        self.fork.as_ref()
+    }
+
+    /// The uuid of the leaf the chain starts from, as written, and the rule that chose it.
+    pub fn leaf(&self) -> Option<(String, LeafRule)> {
+        self.answer
+            .resolution
+            .leaf
+            .map(|(id, rule)| (self.answer.names.name(id), rule))
+    }
+
+    /// The chain, its leaves and breaks.
+    pub fn resolution(&self) -> &Resolution {
+        &self.answer.resolution
+    }
+
+    /// The missing parent the walk stopped at, if any.
+    pub fn chain_break(&self) -> Option<&ChainBreak> {
+        self.answer.resolution.chain_break.as_ref()
+    }
+
+    /// Whether the conversation ends interrupted (SPEC A7), and how.
+    pub fn interrupt(&self) -> Interrupt {
+        detect(&self.entries)
+    }
+
+    /// Where the answer came from: the index, or a full scan and why.
+    pub fn source(&self) -> &Source {
+        &self.answer.source
+    }
+
+    /// Lines of the transcript that were skipped or kept with unreadable fields.
+    pub fn bad_lines(&self) -> &[BadLine] {
+        &self.answer.bad_lines
+    }
+
+    /// The whole answer (ids are [`Id`]s: print them through [`Answer::names`]).
+    pub fn answer(&self) -> &Answer {
+        &self.answer
+    }
+
+    /// The change of the file that made the read start again, if one did (a tail rewritten
+    /// while it was read).
+    pub fn retried(&self) -> Option<&str> {
+        self.retried.as_deref()
+    }
+
+    /// Consumes the conversation into its entries.
+    pub fn into_entries(self) -> Vec<ViewEntry> {
+        self.entries
+    }
+}
+
+/// How often a read starts again when the file changed under it. Each try waits a little
+/// longer (up to [`RACE_BACKOFF_MAX`]), so a writer that keeps rewriting the tail is out of
+/// phase with some try; the whole wait stays under about half a second.
+const RACE_RETRIES: u32 = 30;
+
+/// The longest wait between two tries.
+const RACE_BACKOFF_MAX: Duration = Duration::from_millis(20);
+
+/// An error that means the transcript changed under the read (worth resolving again).
+fn changed_under_us(e: &Error) -> bool {
+    match e {
+        Error::Changed { .. } | Error::BadEntry { .. } => true,
+        Error::Io { source, .. } => source.kind() == std::io::ErrorKind::UnexpectedEof,
+        _ => false,
+    }
+}
+
+impl Store {
+    /// The conversation of the transcript at `path` as `opts` asks, answered from the index
+    /// (caught up first) unless `opts.no_index`. A file changed while it is read (a tail
+    /// truncated by a tombstone) is resolved again, a few times.
+    pub fn conversation(&self, path: &Path, opts: &ResumeOptions) -> Result<Conversation> {
+        opts.check()?;
+        let mut tries = 0;
+        let mut retried = None;
+        loop {
+            match self.read_conversation(path, opts) {
+                Err(e) if tries < RACE_RETRIES && changed_under_us(&e) => {
+                    retried.get_or_insert_with(|| e.to_string());
+                    tries += 1;
+                    std::thread::sleep(RACE_BACKOFF_MAX.min(Duration::from_micros(
+                        u64::from(tries) * u64::from(tries) * 100,
+                    )));
+                }
+                r => {
+                    let mut c = r?;
+                    c.retried = retried;
+                    return Ok(c);
+                }
+            }
+        }
+    }
+
+    /// The answer for `path`: the index, or the full scan with `no_index`.
+    pub(crate) fn answer(
+        &self,
+        path: &Path,
+        opts: ResolveOptions,
+        no_index: bool,
+    ) -> Result<Answer> {
+        if !path.is_file() {
+            return Err(Error::NotFound(format!(
+                "{}: no such transcript file",
+                path.display()
+            )));
+        }
+        if no_index {
+            return Store::reference(path, opts, "--no-index".into());
+        }
+        self.resolve(path, opts)
+    }
+
+    /// One resolve-and-read of [`Store::conversation`].
+    fn read_conversation(&self, path: &Path, opts: &ResumeOptions) -> Result<Conversation> {
+        let mut answer = self
+            .answer(path, opts.resolve_options(), opts.no_index)
+            .map_err(|e| match &opts.leaf {
+                Some(text) => e.name_requested(text),
+                None => e,
+            })?;
+        if opts.strict {
+            answer.resolution = answer.resolution.strict();
+        }
+        let mut chain = answer.resolution.chain.clone();
+        if let Some(at) = &opts.at {
+            let id = Id::from_text(at);
+            let Some(cut) = chain.iter().position(|l| l.uuid == id) else {
+                return Err(Error::NotFound(format!(
+                    "{}: message {at} is not on the chosen chain",
+                    path.display()
+                )));
+            };
+            chain.truncate(cut + 1);
+        }
+        let entries = read_view(path, &chain, &answer.names)?;
+        Ok(Conversation {
+            path: path.to_path_buf(),
+            answer,
+            entries,
+            inherited: 0,
+            fork: None,
+            retried: None,
+        })
+    }
+
+    /// A fork agent's inherited context: the parent's chain up to the spawning `tool_use`
+    /// line (SPEC A8), or nothing for any other transcript.
+    fn fork_prefix(&self, fork: &ForkContext, no_index: bool) -> Result<(Vec<ViewEntry>, IdNames)> {
+        let last = Id::from_text(&fork.parent_last);
+        let opts = ResolveOptions {
+            leaf: Some(last),
+            view: View::Resume,
+            list_leaves: false,
+        };
+        let ans = self
+            .answer(&fork.parent_path, opts, no_index)
+            .map_err(|e| e.name_requested(&fork.parent_last))?;
+        // Up to the spawning line: its own results (spliced) came after the fork started.
+        let mut chain = ans.resolution.chain.clone();
+        if let Some(cut) = chain.iter().position(|l| l.uuid == last) {
+            chain.truncate(cut + 1);
+        }
+        Ok((read_view(&fork.parent_path, &chain, &ans.names)?, ans.names))
+    }
+
+    /// [`Store::conversation`] of an agent transcript with a fork agent's inherited context
+    /// put first.
+    pub(crate) fn agent_conversation(
+        &self,
+        agent: &Path,
+        opts: &ResumeOptions,
+    ) -> Result<Conversation> {
+        let Some(fork) = super::fork::fork_context(agent)? else {
+            return self.conversation(agent, opts);
+        };
+        let (mut prefix, names) = self.fork_prefix(&fork, opts.no_index)?;
+        let mut c = self.conversation(agent, opts)?;
+        c.fork = Some(fork);
+        c.inherited = prefix.len();
+        if !prefix.is_empty() {
+            for (_, name) in names.iter() {
+                c.answer.names.intern(name);
+            }
+            prefix.append(&mut c.entries);
+            c.entries = prefix;
+        }
+        Ok(c)
+    }
+}

@@ -1,0 +1,119 @@
+//! The entry point: a [`Store`] opened on a claude dir and an index folder answers listing,
+//! lookups and resumes from the index, catching it up first.
+
+use std::path::{Path, PathBuf};
+
+use crate::catalog::{self, ListOptions, SessionFacts, Target};
+use crate::error::{Error, Result};
+use crate::index::{Store, facts::FactsCache};
+use crate::resume::conversation::{Conversation, ResumeOptions};
+
+/// The sessions a listing found, and the files it could not read (each error names its file).
+#[derive(Debug, Default)]
+pub struct Listing {
+    /// The sessions, in the order asked for.
+    pub sessions: Vec<SessionFacts>,
+    /// Transcripts that could not be read; the listing goes on without them.
+    pub skipped: Vec<Error>,
+}
+
+impl Store {
+    /// A store over the sessions of `claude_dir` (the folder holding `projects/`, e.g.
+    /// `~/.claude`) keeping its index sidecars in `index_dir` (created when first needed).
+    /// Nothing is read yet; a `claude_dir` that is not a folder is an error.
+    pub fn open(claude_dir: impl Into<PathBuf>, index_dir: impl Into<PathBuf>) -> Result<Store> {
+        let claude_dir = claude_dir.into();
+        if claude_dir.exists() && !claude_dir.is_dir() {
+            return Err(Error::io(
+                &claude_dir,
+                std::io::Error::new(std::io::ErrorKind::NotADirectory, "not a folder"),
+            ));
+        }
+        let mut store = Store::new(index_dir);
+        store.claude_dir = Some(claude_dir);
+        Ok(store)
+    }
+
+    /// [`Store::open`] on `$CLAUDE_CONFIG_DIR` (else `~/.claude`) and
+    /// [`Store::default_index_dir`].
+    pub fn open_default() -> Result<Store> {
+        Store::open(
+            catalog::paths::claude_dir(None)?,
+            Store::default_index_dir(),
+        )
+    }
+
+    /// The claude dir this store lists: the one it was opened on, else the default one.
+    pub fn claude_dir(&self) -> Result<PathBuf> {
+        match &self.claude_dir {
+            Some(d) => Ok(d.clone()),
+            None => catalog::paths::claude_dir(None),
+        }
+    }
+
+    /// The sessions `opts` selects, their facts read from the index (a transcript that did
+    /// not change since it was last indexed is not read).
+    pub fn sessions(&self, opts: &ListOptions) -> Result<Listing> {
+        let claude = self.claude_dir()?;
+        #[cfg(feature = "search")]
+        let hits;
+        #[cfg(feature = "search")]
+        let opts = match (&opts.search, &opts.search_hits) {
+            (Some(text), None) => {
+                let scope = crate::search::SearchOptions {
+                    project: opts.project.clone(),
+                    all: opts.all,
+                    limit: 0,
+                };
+                hits = ListOptions {
+                    search_hits: Some(crate::search::matching_sessions(
+                        self, &claude, text, &scope,
+                    )?),
+                    ..opts.clone()
+                };
+                &hits
+            }
+            _ => opts,
+        };
+        let mut cache = FactsCache::new(self);
+        let mut skipped = Vec::new();
+        let sessions = catalog::list::list_sessions_skipping(
+            &claude,
+            opts,
+            &mut |p| cache.facts(p),
+            &mut skipped,
+        )?;
+        cache.flush()?;
+        Ok(Listing { sessions, skipped })
+    }
+
+    /// What `arg` names: a session id (or a unique prefix of at least 4 characters), a
+    /// transcript path, an agent id, or a session title (exact, then a unique substring).
+    /// Ids and titles are looked up in `project` first (a working directory, a project
+    /// directory or a project key; `None`: the current directory's), then everywhere.
+    pub fn target(&self, project: Option<&Path>, arg: &str) -> Result<Target> {
+        let claude = self.claude_dir()?;
+        let mut cache = FactsCache::new(self);
+        let target =
+            catalog::target::resolve_target(&claude, project, arg, &mut |p| cache.facts(p))?;
+        cache.flush()?;
+        Ok(target)
+    }
+
+    /// Resumes the session, agent or transcript `target` names (see [`Store::target`]): the
+    /// conversation the model gets, answered from the index. A fork agent's conversation
+    /// starts with the context it inherited from its parent session.
+    pub fn resume(&self, target: &str, opts: &ResumeOptions) -> Result<Conversation> {
+        opts.check()?;
+        let target = self.target(opts.project.as_deref(), target)?;
+        self.resume_target(&target, opts)
+    }
+
+    /// [`Store::resume`] of a target already looked up.
+    pub fn resume_target(&self, target: &Target, opts: &ResumeOptions) -> Result<Conversation> {
+        match target {
+            Target::Agent { path, .. } => self.agent_conversation(path, opts),
+            t => self.conversation(t.path(), opts),
+        }
+    }
+}
