@@ -118,7 +118,7 @@ impl Error {
         if let Error::UnknownLeaf { leaf, .. } = &mut self
             && leaf.id == crate::transcript::id::Id::from_text(text)
         {
-            leaf.name = text.to_owned();
+            text.clone_into(&mut leaf.name);
         }
         self
     }

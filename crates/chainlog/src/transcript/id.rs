@@ -83,7 +83,7 @@ impl IdNames {
     pub fn name(&self, id: Id) -> String {
         self.0.get(&id).map_or_else(
             || uuid::Uuid::from_bytes(id.0).hyphenated().to_string(),
-            |t| t.to_string(),
+            std::string::ToString::to_string,
         )
     }
 
