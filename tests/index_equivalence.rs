@@ -106,7 +106,13 @@ fn assert_same(store: &Store, path: &Path, context: &str, every_leaf: bool) {
             .ok()
             .flatten()
             .map(|a| a.resolution);
-        assert_eq!(got, want, "{context}: --leaf {leaf} of {}", path.display());
+        assert_eq!(
+            got,
+            want,
+            "{context}: --leaf {} of {}",
+            t.names.name(*leaf),
+            path.display()
+        );
     }
 }
 

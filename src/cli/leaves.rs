@@ -103,10 +103,5 @@ pub fn run(cli: &Cli, a: &LeavesArgs, out: &mut impl Write) -> CliResult {
 
 /// Epoch milliseconds as RFC 3339, or `-`.
 pub fn format_ms(ms: i64) -> String {
-    chrono::DateTime::from_timestamp_millis(ms)
-        .filter(|_| ms != i64::MIN)
-        .map_or_else(
-            || "-".into(),
-            |d| d.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string(),
-        )
+    chainlog::format::format_millis(ms).unwrap_or_else(|| "-".into())
 }

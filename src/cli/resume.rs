@@ -166,7 +166,7 @@ fn print(cli: &Cli, conv: &Conversation, a: &ViewArgs, out: &mut impl Write) -> 
         }
     }
     let interrupt = conv.interrupt();
-    report_breaks(path, res);
+    report_breaks(path, res, &ans.names);
     if cli.json {
         write_json(
             out,
@@ -176,8 +176,8 @@ fn print(cli: &Cli, conv: &Conversation, a: &ViewArgs, out: &mut impl Write) -> 
                 "leafRule": res.leaf.map(|(_, r)| r),
                 "messages": view.len(),
                 "interrupt": interrupt,
-                "chainBreak": res.chain_break,
-                "bridges": res.bridges,
+                "chainBreak": res.chain_break.as_ref().map(|b| b.to_json(&ans.names)),
+                "bridges": res.bridges.iter().map(|b| b.to_json(&ans.names)).collect::<Vec<_>>(),
                 "badLines": ans.bad_lines.len(),
                 "source": match conv.source() {
                     chainlog::Source::Index => "index",
@@ -198,16 +198,16 @@ fn print(cli: &Cli, conv: &Conversation, a: &ViewArgs, out: &mut impl Write) -> 
 }
 
 /// Prints every bridged chain break, the unbridged one and a cycle on stderr (SPEC A8).
-fn report_breaks(path: &Path, res: &chainlog::Resolution) {
+fn report_breaks(path: &Path, res: &chainlog::Resolution, names: &chainlog::format::IdNames) {
     for b in &res.bridges {
         eprintln!(
             "chainlog: note: {}:{} (byte {}): chain break bridged: parent {} of {} is missing; continued from {}, {} ms older (--no-bridge: stop there)",
             path.display(),
             b.pos.line,
             b.pos.offset,
-            b.missing,
-            b.child,
-            b.to,
+            names.name(b.missing),
+            names.name(b.child),
+            names.name(b.to),
             b.gap_ms
         );
     }
@@ -217,15 +217,16 @@ fn report_breaks(path: &Path, res: &chainlog::Resolution) {
             path.display(),
             b.pos.line,
             b.pos.offset,
-            b.parent,
-            b.child,
+            names.name(b.parent),
+            names.name(b.child),
             b.reachable_fraction * 100.0
         );
     }
     if let Some(chainlog::reference::Stop::Cycle { at }) = res.stop {
         eprintln!(
-            "chainlog: warning: {}: parent cycle at {at}; chain cut there",
-            path.display()
+            "chainlog: warning: {}: parent cycle at {}; chain cut there",
+            path.display(),
+            names.name(at)
         );
     }
 }

@@ -131,7 +131,8 @@ impl Clock {
     }
 }
 
-/// `YYYY-MM-DDTHH:MM:SS.mmmZ`.
+/// `YYYY-MM-DDTHH:MM:SS.mmmZ`. A copy of `chainlog::format_millis`: this crate does not
+/// depend on the library.
 pub(crate) fn format_ms(ms: i64) -> String {
     chrono::DateTime::from_timestamp_millis(ms).map_or_else(
         || "1970-01-01T00:00:00.000Z".to_owned(),

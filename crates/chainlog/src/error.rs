@@ -45,6 +45,15 @@ pub enum Error {
     /// A session, message or file that does not exist.
     #[error("{0}")]
     NotFound(String),
+    /// A message asked for by id (a requested leaf) that is not a live message of the
+    /// transcript.
+    #[error("{}: {leaf}", path.display())]
+    UnknownLeaf {
+        /// The transcript.
+        path: PathBuf,
+        /// The id and its name.
+        leaf: crate::chain::UnknownLeaf,
+    },
     /// A title or id that names several sessions or agents; the candidates are listed.
     #[error("{what} matches several sessions:\n  {}", candidates.join("\n  "))]
     Ambiguous {
@@ -102,10 +111,22 @@ impl Error {
         }
     }
 
+    /// This error with the id the caller asked for as `text` named `text`: a transcript cannot
+    /// name an id it does not hold, and the bytes of a non-UUID id are a hash.
+    #[must_use]
+    pub fn name_requested(mut self, text: &str) -> Error {
+        if let Error::UnknownLeaf { leaf, .. } = &mut self
+            && leaf.id == crate::transcript::id::Id::from_text(text)
+        {
+            text.clone_into(&mut leaf.name);
+        }
+        self
+    }
+
     /// The process exit code for this error (SPEC B3: 1 not found, 2 usage or data).
     pub fn exit_code(&self) -> u8 {
         match self {
-            Error::NotFound(_) => 1,
+            Error::NotFound(_) | Error::UnknownLeaf { .. } => 1,
             Error::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound => 1,
             _ => 2,
         }

@@ -104,6 +104,7 @@ pub mod format {
     pub use crate::transcript::id::IdNames;
     pub use crate::transcript::loose::FieldNote;
     pub use crate::transcript::metadata::{MetaRef, Metadata};
+    pub use crate::transcript::time::format_millis;
     pub use crate::transcript::upgrade::{STEPS as UPGRADE_STEPS, upgrade};
 }
 

@@ -32,6 +32,7 @@ use crate::error::{Error, Result};
 use crate::resume::{ViewEntry, read_view};
 use crate::transcript::envelope::{Flags, Kind, hash64};
 use crate::transcript::id::Id;
+use crate::transcript::time::format_millis;
 
 /// The title of a session with nothing better to show.
 pub const UNTITLED: &str = "(session)";
@@ -246,8 +247,8 @@ pub fn session_facts(path: &Path, t: &Transcript, res: &Resolution) -> Result<Se
             .iter()
             .filter(|l| flags(l).has(Flags::VISIBLE))
             .count() as u64,
-        created: times.iter().min().and_then(|&ms| format_ms(ms)),
-        modified: times.iter().max().and_then(|&ms| format_ms(ms)),
+        created: times.iter().min().and_then(|&ms| format_millis(ms)),
+        modified: times.iter().max().and_then(|&ms| format_millis(ms)),
         file_modified: file_mtime(path),
         bytes: t.frame.complete_len + t.frame.torn_tail.map_or(0, |(_, len)| len),
         forked_from: first
@@ -396,16 +397,9 @@ fn pr_link(path: &Path, t: &Transcript, session: u64) -> Result<Option<PrLink>> 
     }))
 }
 
-/// Epoch milliseconds as `new Date().toISOString()` writes them.
-pub fn format_ms(ms: i64) -> Option<String> {
-    chrono::DateTime::from_timestamp_millis(ms)
-        .map(|d| d.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string())
-}
-
 fn file_mtime(path: &Path) -> Option<String> {
     let m = std::fs::metadata(path).ok()?.modified().ok()?;
-    let d: chrono::DateTime<chrono::Utc> = m.into();
-    Some(d.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string())
+    format_millis(chrono::DateTime::<chrono::Utc>::from(m).timestamp_millis())
 }
 
 #[cfg(test)]

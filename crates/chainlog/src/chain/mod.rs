@@ -64,8 +64,12 @@ impl Default for ResolveOptions {
     }
 }
 
+// The types below hold [`Id`]s and are not `Serialize`: an `Id` serialises as 16 bytes (for the
+// index), and a non-UUID id's bytes are a hash. Output names ids through [`IdNames::name`]
+// (`ChainBreak::to_json`, `ChainBridge::to_json`).
+
 /// One message of a resolved chain.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Link {
     /// Its uuid.
     pub uuid: Id,
@@ -82,7 +86,7 @@ pub struct Link {
 }
 
 /// A chain break found on the chosen chain (SPEC A5 step 11).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ChainBreak {
     /// The message whose parent is missing.
     pub child: Id,
@@ -95,7 +99,7 @@ pub struct ChainBreak {
 }
 
 /// A chain break the walk bridged to the nearest earlier message (SPEC A8).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ChainBridge {
     /// The message whose parent is missing.
     pub child: Id,
@@ -109,7 +113,30 @@ pub struct ChainBridge {
     pub gap_ms: i64,
 }
 
-use serde::Serialize;
+impl ChainBreak {
+    /// The break as JSON, ids as the transcript wrote them (`names`: the transcript's).
+    pub fn to_json(&self, names: &IdNames) -> serde_json::Value {
+        serde_json::json!({
+            "child": names.name(self.child),
+            "parent": names.name(self.parent),
+            "pos": self.pos,
+            "reachable_fraction": self.reachable_fraction,
+        })
+    }
+}
+
+impl ChainBridge {
+    /// The bridge as JSON, ids as the transcript wrote them (`names`: the transcript's).
+    pub fn to_json(&self, names: &IdNames) -> serde_json::Value {
+        serde_json::json!({
+            "child": names.name(self.child),
+            "missing": names.name(self.missing),
+            "to": names.name(self.to),
+            "pos": self.pos,
+            "gap_ms": self.gap_ms,
+        })
+    }
+}
 
 /// The answer of the reference loader for one transcript.
 #[derive(Debug, Clone, PartialEq)]
@@ -165,8 +192,15 @@ impl Resolution {
 
 /// A requested leaf that is not a live message.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("message {0} is not in the transcript (or was removed by a compaction or snip)")]
-pub struct UnknownLeaf(pub String);
+#[error("message {name} is not in the transcript (or was removed by a compaction or snip)")]
+pub struct UnknownLeaf {
+    /// The requested id.
+    pub id: Id,
+    /// Its text: the transcript's when it names the id, else the UUID form of the bytes (for a
+    /// non-UUID id a hash: the caller that has the text it asked for names it instead, see
+    /// [`crate::Error::name_requested`]).
+    pub name: String,
+}
 
 /// Resolves the active chain of a scanned transcript (SPEC A5 steps 3–11).
 pub fn resolve(t: &Transcript, opts: ResolveOptions) -> Result<Resolution, UnknownLeaf> {
@@ -193,7 +227,12 @@ where
     let chosen = match opts.leaf {
         Some(id) => match leaf::requested(resume, id)? {
             Some(c) => Some(c),
-            None => return Ok(Err(UnknownLeaf(names.name(id)))),
+            None => {
+                return Ok(Err(UnknownLeaf {
+                    id,
+                    name: names.name(id),
+                }));
+            }
         },
         None => leaf::choose(resume)?,
     };
@@ -295,7 +334,7 @@ fn finish<G: Graph>(
 }
 
 /// One leaf with the facts `chainlog leaves` shows.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LeafInfo {
     /// The leaf's uuid.
     pub uuid: Id,

@@ -41,16 +41,12 @@ pub struct Tree<'t> {
     pub zeroed_usage: HashSet<Id>,
     /// Rows removed by a snip.
     pub snipped: HashSet<Id>,
-    /// Rows dropped because they precede the last compact boundary (step 5).
-    pub dropped_before_boundary: usize,
     /// Step 5 dropped every row before this map position that is not in [`Tree::preserved`].
     pub drop_before: Option<usize>,
     /// The live preserved segment (kept across the drop).
     pub preserved: HashSet<Id>,
     /// The segment relinked by step 5, if any.
     pub live_segment: Option<crate::transcript::envelope::Segment>,
-    /// A live preserved segment whose tail→head walk broke (step 5 changed nothing).
-    pub broken_segment: Option<Id>,
     /// `leafUuid`s of `last-prompt` entries, in file order (set by the caller).
     pub checkpoints: Vec<Id>,
     groups: HashMap<u64, Vec<usize>>,
@@ -100,11 +96,9 @@ impl<'t> Tree<'t> {
             leaves: Vec::new(),
             zeroed_usage: HashSet::new(),
             snipped: HashSet::new(),
-            dropped_before_boundary: 0,
             drop_before: None,
             preserved: HashSet::new(),
             live_segment: None,
-            broken_segment: None,
             checkpoints: Vec::new(),
             groups: HashMap::new(),
             results_by_parent: HashMap::new(),
@@ -210,7 +204,7 @@ impl<'t> Tree<'t> {
                 cur = self.parent[i];
             }
             if !reached {
-                self.broken_segment = Some(self.rows[last_seg].head.uuid);
+                // The tail→head walk broke: step 5 changes nothing.
                 return;
             }
             let head = self.get(seg.head).expect("reached");
@@ -231,7 +225,6 @@ impl<'t> Tree<'t> {
         for i in 0..last_boundary {
             if self.alive[i] && !preserved.contains(&self.rows[i].head.uuid) {
                 self.alive[i] = false;
-                self.dropped_before_boundary += 1;
             }
         }
         self.drop_before = Some(last_boundary);

@@ -7,7 +7,7 @@ use crate::transcript::envelope::Flags;
 use crate::transcript::id::Id;
 
 /// Where a walk stopped early.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Stop {
     /// Reached a message without parent (the root, or a compact boundary in the resume view).
     Root,

@@ -22,10 +22,9 @@ use redb::{ReadableTable, WriteTransaction};
 
 use super::codec::{decode, encode, opt_id};
 use super::schema::{
-    BAD_LINES, CHILDREN, CHUNK_SIZE, CHUNKS, FILES, FORWARD, FileState, META_ENTRIES, MSG_IDS,
-    NAMES, PROGRESS, ROWS, UUIDS,
+    BAD_LINES, CHILDREN, CHUNK_SIZE, CHUNKS, FILES, FORWARD, FileState, MSG_IDS, NAMES, PROGRESS,
+    ROWS, UUIDS,
 };
-use super::stored::StoredMeta;
 use crate::chain::{BadLine, MessageRow};
 use crate::error::{Error, Result};
 use crate::transcript::envelope::{Entry, Flags, Kind, parse_framed};
@@ -180,8 +179,6 @@ pub fn drop_file_rows(txn: &WriteTransaction, f: u32) -> Result<(), redb::Error>
         .retain_in((f, ZERO)..=(f, MAX), |_, _| false)?;
     txn.open_table(NAMES)?
         .retain_in((f, ZERO)..=(f, MAX), |_, _| false)?;
-    txn.open_table(META_ENTRIES)?
-        .retain_in((f, 0)..=(f, u64::MAX), |_, _| false)?;
     txn.open_table(BAD_LINES)?
         .retain_in((f, 0)..=(f, u64::MAX), |_, _| false)?;
     txn.open_table(FORWARD)?
@@ -408,7 +405,6 @@ struct Tables<'t> {
     msg_ids: redb::Table<'t, (u32, u64, u32), ()>,
     progress: redb::Table<'t, (u32, [u8; 16]), &'static [u8]>,
     forward: redb::Table<'t, (u32, [u8; 16]), ()>,
-    metas: redb::Table<'t, (u32, u64), &'static [u8]>,
     bad: redb::Table<'t, (u32, u64), &'static [u8]>,
     /// Keys of `uuids`, `children` and `msg_ids` waiting to be inserted in sorted order
     /// (their keys are random: sorted runs fill B-tree pages sequentially).
@@ -481,10 +477,6 @@ impl Tables<'_> {
                 if let (true, Some(leaf)) = (meta.ty == "last-prompt", meta.leaf) {
                     st.checkpoint = Some(leaf);
                 }
-                self.metas.insert(
-                    (f, pos.line),
-                    encode(&StoredMeta::Entry(meta, pos)).as_slice(),
-                )?;
             }
             Ok(Entry::Message(head)) if head.kind == Kind::Progress => {
                 batch.structural = true;
@@ -495,8 +487,6 @@ impl Tables<'_> {
             Ok(Entry::Message(head)) => {
                 if head.flags.has(Flags::COMPACT_BOUNDARY) {
                     batch.structural = true;
-                    self.metas
-                        .insert((f, pos.line), encode(&StoredMeta::Boundary).as_slice())?;
                 }
                 if head.flags.has(Flags::SNIP) {
                     batch.structural = true;
@@ -575,7 +565,6 @@ fn ingest_from(
         msg_ids: txn.open_table(MSG_IDS)?,
         progress: txn.open_table(PROGRESS)?,
         forward: txn.open_table(FORWARD)?,
-        metas: txn.open_table(META_ENTRIES)?,
         bad: txn.open_table(BAD_LINES)?,
         pending_uuids: BTreeMap::new(),
         pending_children: BTreeSet::new(),

@@ -28,7 +28,6 @@ pub mod open;
 pub mod query;
 pub mod schema;
 pub mod state;
-pub mod stored;
 pub mod verify;
 pub mod wait;
 
@@ -300,7 +299,7 @@ impl Store {
         match self.resolve_indexed(transcript, opts) {
             Ok(Some(a)) => Ok(a),
             Ok(None) => reference(transcript, opts, "the index was damaged".into()),
-            Err(e @ (Error::Io { .. } | Error::NotFound(_))) => Err(e),
+            Err(e @ (Error::Io { .. } | Error::NotFound(_) | Error::UnknownLeaf { .. })) => Err(e),
             Err(e) => reference(transcript, opts, e.to_string()),
         }
     }
@@ -406,7 +405,10 @@ fn query(
         Err(e) if e.is_damage() => return Ok(None),
         Err(e) => return Err(err(e)),
     };
-    let res = res.map_err(|e| Error::NotFound(format!("{}: {e}", transcript.display())))?;
+    let res = res.map_err(|leaf| Error::UnknownLeaf {
+        path: transcript.to_path_buf(),
+        leaf,
+    })?;
     let bad_lines = bad_lines(&txn, f).map_err(storage)?;
     Ok(Some(Answer {
         resolution: res,
@@ -439,8 +441,10 @@ impl Store {
 
 fn reference(transcript: &Path, opts: ResolveOptions, why: String) -> Result<Answer> {
     let t = Transcript::open(transcript).map_err(|e| Error::io(transcript, e))?;
-    let res =
-        resolve(&t, opts).map_err(|e| Error::NotFound(format!("{}: {e}", transcript.display())))?;
+    let res = resolve(&t, opts).map_err(|leaf| Error::UnknownLeaf {
+        path: transcript.to_path_buf(),
+        leaf,
+    })?;
     Ok(Answer {
         resolution: res,
         names: t.names.clone(),

@@ -28,8 +28,6 @@ pub struct IndexDb {
     pub path: PathBuf,
     /// The redb handle (taken at drop to close the file before the verified marker is written).
     handle: Option<Database>,
-    /// Whether the database was (re)created empty by this open.
-    pub fresh: bool,
 }
 
 fn index_error(path: &Path, e: impl std::fmt::Display) -> Error {
@@ -85,9 +83,9 @@ impl IndexDb {
         let mut idx = IndexDb {
             path: path.to_path_buf(),
             handle: Some(db),
-            fresh,
         };
-        if !idx.fresh && !verified {
+        // A file created empty by this open has no pages to check.
+        if !fresh && !verified {
             // Pages changed since chainlog last verified or wrote them: check every checksum.
             let ok = matches!(isolate(|| idx.db_mut().check_integrity()), Some(Ok(true)));
             if !ok {
@@ -96,7 +94,6 @@ impl IndexDb {
                 create_private_file(path).map_err(|e| index_error(path, e))?;
                 let db = create_isolated(path).map_err(|e| index_error(path, e))?;
                 idx.handle = Some(db);
-                idx.fresh = true;
             }
         }
         idx.check_schema()?;
@@ -114,22 +111,12 @@ impl IndexDb {
     }
 
     /// Empties the database unless it carries [`INDEX_SCHEMA_VERSION`].
-    fn check_schema(&mut self) -> Result<()> {
-        let current = self.read_schema();
+    fn check_schema(&self) -> Result<()> {
+        let current = self.begin_read().ok().and_then(|txn| schema_version(&txn));
         if current == Some(INDEX_SCHEMA_VERSION) {
             return Ok(());
         }
-        self.wipe()?;
-        self.fresh = true;
-        Ok(())
-    }
-
-    fn read_schema(&self) -> Option<u32> {
-        let txn = self.begin_read().ok()?;
-        let table = txn.open_table(META).ok()?;
-        let v = table.get("schema").ok()??;
-        let bytes: [u8; 4] = v.value().try_into().ok()?;
-        Some(u32::from_le_bytes(bytes))
+        self.wipe()
     }
 
     /// Drops every table and writes the schema version.
@@ -184,13 +171,15 @@ pub fn open_read_only(path: &Path) -> Option<redb::ReadOnlyDatabase> {
         return None;
     }
     let db = isolate(|| super::wait::waiting(|| builder().open_read_only(path)))?.ok()?;
-    let version = {
-        let txn = super::wait::waiting(|| db.begin_read()).ok()?;
-        let table = txn.open_table(META).ok()?;
-        let v = table.get("schema").ok()??;
-        u32::from_le_bytes(v.value().try_into().ok()?)
-    };
-    (version == INDEX_SCHEMA_VERSION).then_some(db)
+    let version = schema_version(&super::wait::waiting(|| db.begin_read()).ok()?);
+    (version == Some(INDEX_SCHEMA_VERSION)).then_some(db)
+}
+
+/// The schema version a database records (`None`: missing or unreadable).
+fn schema_version(txn: &redb::ReadTransaction) -> Option<u32> {
+    let table = txn.open_table(META).ok()?;
+    let v = table.get("schema").ok()??;
+    Some(u32::from_le_bytes(v.value().try_into().ok()?))
 }
 
 impl Drop for IndexDb {

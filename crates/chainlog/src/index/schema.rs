@@ -14,7 +14,6 @@
 //! | `msg_ids` | (file, `message.id` hash, seq) | () | assistant lines of one response |
 //! | `progress` | (file, uuid) | parent | legacy progress entries |
 //! | `names` | (file, uuid) | text | ids that are not UUIDs |
-//! | `meta_entries` | (file, line) | [`MetaEntry`](crate::transcript::envelope::MetaEntry) | metadata lines (re-merged on read) |
 //! | `bad_lines` | (file, line) | [`BadLine`](crate::chain::BadLine) | skipped lines |
 //! | `derived` | (file, kind, uuid) | parent | the projections: re-pointed parents, dead rows, leaves, zeroed usage |
 //! | `reparented` | (file, effective parent, seq) | () | reverse of re-pointed parents |
@@ -33,7 +32,9 @@ use redb::TableDefinition;
 ///   `bad_lines` as `LineProblem::Fields`.
 /// - 4: `FileState` and the cached facts record the status-change time (ctime) and when
 ///   the file was last checked (racy-mtime rule).
-pub const INDEX_SCHEMA_VERSION: u32 = 4;
+/// - 5: no `meta_entries` table (metadata lines were stored but never read: resume needs only
+///   [`FileState::checkpoint`], titles come from `facts`).
+pub const INDEX_SCHEMA_VERSION: u32 = 5;
 
 /// The lowest and highest 16-byte ids, for range scans over one file's rows.
 pub const ID_FIRST: [u8; 16] = [0; 16];
@@ -52,7 +53,6 @@ pub const CHILDREN: TableDefinition<(u32, [u8; 16], u32), ()> = TableDefinition:
 pub const MSG_IDS: TableDefinition<(u32, u64, u32), ()> = TableDefinition::new("msg_ids");
 pub const PROGRESS: TableDefinition<(u32, [u8; 16]), &[u8]> = TableDefinition::new("progress");
 pub const NAMES: TableDefinition<(u32, [u8; 16]), &str> = TableDefinition::new("names");
-pub const META_ENTRIES: TableDefinition<(u32, u64), &[u8]> = TableDefinition::new("meta_entries");
 pub const BAD_LINES: TableDefinition<(u32, u64), &[u8]> = TableDefinition::new("bad_lines");
 pub const DERIVED: TableDefinition<(u32, u8, [u8; 16]), &[u8]> = TableDefinition::new("derived");
 pub const REPARENTED: TableDefinition<(u32, [u8; 16], u32), ()> =
@@ -72,7 +72,6 @@ pub fn create_all(txn: &redb::WriteTransaction) -> Result<(), redb::TableError> 
     txn.open_table(MSG_IDS)?;
     txn.open_table(PROGRESS)?;
     txn.open_table(NAMES)?;
-    txn.open_table(META_ENTRIES)?;
     txn.open_table(BAD_LINES)?;
     txn.open_table(DERIVED)?;
     txn.open_table(REPARENTED)?;

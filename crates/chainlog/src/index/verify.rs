@@ -3,8 +3,9 @@
 use std::path::Path;
 
 use super::Store;
-use crate::chain::{Resolution, ResolveOptions, Transcript, View, resolve};
+use crate::chain::{Resolution, ResolveOptions, Stop, Transcript, View, resolve};
 use crate::error::{Error, Result};
+use crate::transcript::id::IdNames;
 
 /// One difference between the index and the reference.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -124,9 +125,24 @@ fn compare(
     if want.stop != got.stop || want.chain_break != got.chain_break {
         out.push(Difference {
             what: format!(
-                "{label}: walk end: reference {:?}, index {:?}",
-                want.stop, got.stop
+                "{label}: walk end: reference {}, index {}",
+                stop_text(want.stop, &t.names),
+                stop_text(got.stop, &t.names)
             ),
         });
+    }
+}
+
+/// Where a walk ended, ids as the transcript wrote them.
+fn stop_text(stop: Option<Stop>, names: &IdNames) -> String {
+    match stop {
+        None => "no walk".into(),
+        Some(Stop::Root) => "a root".into(),
+        Some(Stop::MissingParent { child, parent }) => format!(
+            "missing parent {} of {}",
+            names.name(parent),
+            names.name(child)
+        ),
+        Some(Stop::Cycle { at }) => format!("a cycle at {}", names.name(at)),
     }
 }

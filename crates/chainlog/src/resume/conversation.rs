@@ -204,7 +204,12 @@ impl Store {
 
     /// One resolve-and-read of [`Store::conversation`].
     fn read_conversation(&self, path: &Path, opts: &ResumeOptions) -> Result<Conversation> {
-        let mut answer = self.answer(path, opts.resolve_options(), opts.no_index)?;
+        let mut answer = self
+            .answer(path, opts.resolve_options(), opts.no_index)
+            .map_err(|e| match &opts.leaf {
+                Some(text) => e.name_requested(text),
+                None => e,
+            })?;
         if opts.strict {
             answer.resolution = answer.resolution.strict();
         }
@@ -239,7 +244,9 @@ impl Store {
             view: View::Resume,
             list_leaves: false,
         };
-        let ans = self.answer(&fork.parent_path, opts, no_index)?;
+        let ans = self
+            .answer(&fork.parent_path, opts, no_index)
+            .map_err(|e| e.name_requested(&fork.parent_last))?;
         // Up to the spawning line: its own results (spliced) came after the fork started.
         let mut chain = ans.resolution.chain.clone();
         if let Some(cut) = chain.iter().position(|l| l.uuid == last) {

@@ -159,7 +159,7 @@ pub struct MessageHead {
 }
 
 /// A metadata line: an entry without a place in the tree.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MetaEntry {
     /// `type`, as written (unknown types are kept).
     pub ty: String,
@@ -667,8 +667,8 @@ mod tests {
         assert!(!m.flags.has(Flags::VISIBLE));
         assert_eq!(m.message_id, Some(hash64("msg_1")));
         assert_eq!(
-            m.parent.unwrap().to_string(),
-            "00000000-0000-4000-8000-000000000001"
+            m.parent,
+            Some(Id::from_text("00000000-0000-4000-8000-000000000001"))
         );
     }
 

@@ -57,15 +57,11 @@ impl Id {
     }
 }
 
-impl fmt::Display for Id {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Display::fmt(&uuid::Uuid::from_bytes(self.0).hyphenated(), f)
-    }
-}
-
+// No `Display`: the bytes of a non-UUID id are a hash, and printed as a UUID they would name
+// a message no file mentions. Text for people goes through [`IdNames::name`].
 impl fmt::Debug for Id {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Id({self})")
+        write!(f, "Id({})", uuid::Uuid::from_bytes(self.0).hyphenated())
     }
 }
 
@@ -85,9 +81,10 @@ impl IdNames {
 
     /// The text of `id` as the transcript wrote it.
     pub fn name(&self, id: Id) -> String {
-        self.0
-            .get(&id)
-            .map_or_else(|| id.to_string(), std::string::ToString::to_string)
+        self.0.get(&id).map_or_else(
+            || uuid::Uuid::from_bytes(id.0).hyphenated().to_string(),
+            std::string::ToString::to_string,
+        )
     }
 
     /// Non-canonical names, for storing beside an index.

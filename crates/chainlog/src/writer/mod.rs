@@ -163,7 +163,7 @@ fn now_iso() -> String {
     let ms = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
-    crate::catalog::facts::format_ms(ms).unwrap_or_default()
+    crate::transcript::time::format_millis(ms).unwrap_or_default()
 }
 
 impl SessionWriter {
