@@ -30,8 +30,8 @@ use super::paths::projects_root;
 use super::prompt;
 use crate::chain::Transcript;
 use crate::error::{Error, Result};
-use crate::resume::body::read_line;
 use crate::transcript::envelope::{Flags, Kind};
+use crate::transcript::frame::read_line;
 use crate::transcript::id::Id;
 
 /// A project directory under `<claude>/projects`.

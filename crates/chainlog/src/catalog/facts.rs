@@ -385,7 +385,7 @@ fn pr_link(path: &Path, t: &Transcript, session: u64) -> Result<Option<PrLink>> 
         return Ok(None);
     };
     let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
-    let line = crate::resume::body::read_line(&file, path, r.pos)?;
+    let line = crate::transcript::frame::read_line(&file, path, r.pos)?;
     let Some(v) = crate::resume::body::parse_value(&line) else {
         return Ok(None);
     };

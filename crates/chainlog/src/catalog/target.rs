@@ -133,7 +133,9 @@ pub fn check_transcript(path: &Path) -> Result<()> {
     file.take(SNIFF)
         .read_to_end(&mut head)
         .map_err(|e| Error::io(path, e))?;
-    let head = head.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&head);
+    let head = head
+        .strip_prefix(crate::transcript::frame::UTF8_BOM)
+        .unwrap_or(&head);
     let object_line = head.split(|&b| b == b'\n').any(|line| {
         line.iter()
             .find(|b| !b.is_ascii_whitespace())

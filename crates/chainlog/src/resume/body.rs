@@ -6,14 +6,13 @@
 //! kept (`serde_json` `preserve_order`); every other entry is returned byte-for-byte as written.
 
 use std::fs::File;
-use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 use serde_json::Value;
 
 use crate::chain::Link;
 use crate::error::{Error, Position, Result};
-use crate::transcript::frame::LinePos;
+use crate::transcript::frame::read_line;
 use crate::transcript::id::{Id, IdNames};
 
 /// One entry of a view: its link and its line as handed to the model.
@@ -37,42 +36,6 @@ impl ViewEntry {
 pub fn parse_value(bytes: &[u8]) -> Option<Value> {
     let value = |b: &[u8]| super::shallow::parse(b, false).map(|s| s.value);
     value(bytes).or_else(|| crate::transcript::lossy::repair(bytes).and_then(|b| value(&b)))
-}
-
-/// Reads one line at `pos`, without its terminator.
-pub fn read_line(file: &File, path: &Path, pos: LinePos) -> Result<Vec<u8>> {
-    let mut buf =
-        vec![0; usize::try_from(pos.len).map_err(|_| Error::Changed { path: path.into() })?];
-    file.read_exact_at(&mut buf, pos.offset).map_err(|e| {
-        let position = Position {
-            path: path.into(),
-            line: pos.line,
-            byte_offset: pos.offset,
-        };
-        if e.kind() == std::io::ErrorKind::UnexpectedEof {
-            // The file is shorter than when it was resolved (a truncated tail).
-            Error::BadEntry {
-                position,
-                reason: "the file ends before this line; the file changed".into(),
-            }
-        } else {
-            Error::BadEntry {
-                position,
-                reason: format!("reading the line failed: {e}"),
-            }
-        }
-    })?;
-    if buf.last() != Some(&b'\n') {
-        return Err(Error::Changed { path: path.into() });
-    }
-    buf.pop();
-    if buf.last() == Some(&b'\r') {
-        buf.pop();
-    }
-    if pos.offset == 0 && buf.starts_with(b"\xEF\xBB\xBF") {
-        buf.drain(..3);
-    }
-    Ok(buf)
 }
 
 /// Reads the lines of `links` from `path` and applies the projections.

@@ -14,7 +14,13 @@
 //! index still hashes them) until its `\n`, and it is handed out as [`Line::too_long`] (a bad
 //! line with its position), or until the end, where it is the torn tail as usual.
 
+use std::fs::File;
 use std::io::{self, Read};
+use std::ops::Range;
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+
+use crate::error::{Error, Position, Result};
 
 /// Where an entry sits in its file.
 #[derive(
@@ -52,7 +58,7 @@ pub struct FrameSummary {
     pub torn_tail: Option<(u64, u64)>,
 }
 
-const UTF8_BOM: &[u8] = b"\xEF\xBB\xBF";
+pub(crate) const UTF8_BOM: &[u8] = b"\xEF\xBB\xBF";
 const CHUNK: usize = 4 << 20;
 /// The longest line [`Framer::frame_reader`] holds in memory (and so parses).
 pub const MAX_LINE: usize = 128 << 20;
@@ -192,15 +198,7 @@ impl Framer {
         let offset = self.start_offset + rel_offset as u64;
         summary.lines += 1;
         summary.complete_len = offset + raw.len() as u64;
-        let mut content = &raw[..raw.len() - 1];
-        if let Some(stripped) = content.strip_suffix(b"\r") {
-            content = stripped;
-        }
-        if offset == 0
-            && let Some(stripped) = content.strip_prefix(UTF8_BOM)
-        {
-            content = stripped;
-        }
+        let content = line_content(&raw[..raw.len() - 1], offset);
         if content.iter().all(u8::is_ascii_whitespace) {
             return;
         }
@@ -251,6 +249,57 @@ impl Default for Framer {
     fn default() -> Self {
         Self::new()
     }
+}
+
+/// A line's content: without a trailing `\r` (before the `\n` already cut) and, for the line
+/// at offset 0, without a UTF-8 BOM. The one rule of the scan and of reads by offset.
+pub fn line_content(line: &[u8], offset: u64) -> &[u8] {
+    &line[content_range(line, offset)]
+}
+
+/// Where [`line_content`] lies in `line`.
+fn content_range(line: &[u8], offset: u64) -> Range<usize> {
+    let end = line.len() - usize::from(line.ends_with(b"\r"));
+    let start = if offset == 0 && line[..end].starts_with(UTF8_BOM) {
+        UTF8_BOM.len()
+    } else {
+        0
+    };
+    start..end
+}
+
+/// Reads the line at `pos` (a position a scan recorded) with `pread`, and strips it by the
+/// rule of [`line_content`]. A file shorter than `pos` says is reported as changed.
+pub fn read_line(file: &File, path: &Path, pos: LinePos) -> Result<Vec<u8>> {
+    let mut buf =
+        vec![0; usize::try_from(pos.len).map_err(|_| Error::Changed { path: path.into() })?];
+    file.read_exact_at(&mut buf, pos.offset).map_err(|e| {
+        let position = Position {
+            path: path.into(),
+            line: pos.line,
+            byte_offset: pos.offset,
+        };
+        if e.kind() == std::io::ErrorKind::UnexpectedEof {
+            // The file is shorter than when it was resolved (a truncated tail).
+            Error::BadEntry {
+                position,
+                reason: "the file ends before this line; the file changed".into(),
+            }
+        } else {
+            Error::BadEntry {
+                position,
+                reason: format!("reading the line failed: {e}"),
+            }
+        }
+    })?;
+    if buf.last() != Some(&b'\n') {
+        return Err(Error::Changed { path: path.into() });
+    }
+    buf.pop();
+    let keep = content_range(&buf, pos.offset);
+    buf.truncate(keep.end);
+    buf.drain(..keep.start);
+    Ok(buf)
 }
 
 #[cfg(test)]
