@@ -228,10 +228,7 @@ pub fn scan_path(
     path: &std::path::Path,
 ) -> Result<chainlog::reference::Transcript, chainlog::Error> {
     if !path.is_file() {
-        return Err(chainlog::Error::NotFound(format!(
-            "{}: no such transcript file",
-            path.display()
-        )));
+        return Err(chainlog::Error::NoTranscript { path: path.into() });
     }
     chainlog::reference::Transcript::open(path).map_err(|e| chainlog::Error::io(path, e))
 }

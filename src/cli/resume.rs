@@ -142,7 +142,7 @@ fn print(cli: &Cli, conv: &Conversation, a: &ViewArgs, out: &mut impl Write) -> 
     report_problems(path, ans);
     let res = conv.resolution();
     if res.leaf.is_none() {
-        return Err(Error::NotFound(format!("{}: no message to resume", path.display())).into());
+        return Err(Error::NoMessage { path: path.into() }.into());
     }
     let view = conv.entries();
     if a.format == Format::Api {

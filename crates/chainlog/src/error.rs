@@ -42,9 +42,36 @@ pub enum Error {
         /// The cause.
         source: std::io::Error,
     },
-    /// A session, message or file that does not exist.
+    /// A session, message or file that does not exist (the cases below have their own
+    /// variants).
     #[error("{0}")]
     NotFound(String),
+    /// A transcript path that is not a file.
+    #[error("{}: no such transcript file", path.display())]
+    NoTranscript {
+        /// The path as given.
+        path: PathBuf,
+    },
+    /// A `resume` argument that names no session, agent or title.
+    #[error("no session, agent or title matches {arg:?}")]
+    NoMatch {
+        /// The argument as given.
+        arg: String,
+    },
+    /// A transcript without a message to resume (empty, or metadata only).
+    #[error("{}: no message to resume", path.display())]
+    NoMessage {
+        /// The transcript.
+        path: PathBuf,
+    },
+    /// A message asked for by id (`--at`) that is not on the chosen chain.
+    #[error("{}: message {id} is not on the chosen chain", path.display())]
+    NotOnChain {
+        /// The transcript.
+        path: PathBuf,
+        /// The id as given.
+        id: String,
+    },
     /// A message asked for by id (a requested leaf) that is not a live message of the
     /// transcript.
     #[error("{}: {leaf}", path.display())]
@@ -126,7 +153,12 @@ impl Error {
     /// The process exit code for this error (SPEC B3: 1 not found, 2 usage or data).
     pub fn exit_code(&self) -> u8 {
         match self {
-            Error::NotFound(_) | Error::UnknownLeaf { .. } => 1,
+            Error::NotFound(_)
+            | Error::NoTranscript { .. }
+            | Error::NoMatch { .. }
+            | Error::NoMessage { .. }
+            | Error::NotOnChain { .. }
+            | Error::UnknownLeaf { .. } => 1,
             Error::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound => 1,
             _ => 2,
         }

@@ -98,8 +98,7 @@ pub fn resolve_target(
     if id_problem.is_some() && looks_like_a_path(arg) {
         return Err(Error::NotFound(not_a_file(arg)));
     }
-    Err(id_problem
-        .unwrap_or_else(|| Error::NotFound(format!("no session, agent or title matches {arg:?}"))))
+    Err(id_problem.unwrap_or_else(|| Error::NoMatch { arg: arg.into() }))
 }
 
 /// An argument the user meant as a file: a path with a separator that exists (a directory, a

@@ -3,21 +3,90 @@
 use std::path::Path;
 
 use super::Store;
-use crate::chain::{Resolution, ResolveOptions, Stop, Transcript, View, resolve};
+use crate::chain::{LeafRule, Resolution, ResolveOptions, Stop, Transcript, View, resolve};
 use crate::error::{Error, Result};
 use crate::transcript::id::IdNames;
 
-/// One difference between the index and the reference.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Difference {
-    /// What differs (`leaf`, `chain`, `leaves`, `bad lines`, ...), with both values.
-    pub what: String,
+/// One difference between the index and the reference (ids as the transcript wrote them;
+/// `view` is `"resume view"` or `"full view"`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Difference {
+    /// The index could not answer (damaged, and the rebuild failed too).
+    #[error("the index was damaged and could not be rebuilt")]
+    Damaged,
+    /// The index chose a leaf where the reference found none.
+    #[error("{view}: the reference found no leaf but the index did")]
+    NoReferenceLeaf {
+        /// Which view.
+        view: &'static str,
+    },
+    /// Different chosen leaves (uuid and rule).
+    #[error("{view}: leaf: reference {}, index {}", leaf_text(reference.as_ref()), leaf_text(index.as_ref()))]
+    Leaf {
+        /// Which view.
+        view: &'static str,
+        /// The reference's leaf.
+        reference: Option<(String, LeafRule)>,
+        /// The index's leaf.
+        index: Option<(String, LeafRule)>,
+    },
+    /// The chains differ from `at` on (each side's message there: uuid and line).
+    #[error(
+        "{view}: chain differs at position {at} (reference {reference_len} messages, index {index_len}): reference {}, index {}",
+        entry_text(reference.as_ref()),
+        entry_text(index.as_ref())
+    )]
+    Chain {
+        /// Which view.
+        view: &'static str,
+        /// The first position where they differ.
+        at: usize,
+        /// The reference chain's length.
+        reference_len: usize,
+        /// The index chain's length.
+        index_len: usize,
+        /// The reference's message at `at`.
+        reference: Option<(String, u64)>,
+        /// The index's message at `at`.
+        index: Option<(String, u64)>,
+    },
+    /// Different leaf sets (their sizes).
+    #[error("{view}: leaves: reference {reference}, index {index}")]
+    Leaves {
+        /// Which view.
+        view: &'static str,
+        /// How many leaves the reference found.
+        reference: usize,
+        /// How many the index found.
+        index: usize,
+    },
+    /// The walks ended differently.
+    #[error("{view}: walk end: reference {reference}, index {index}")]
+    WalkEnd {
+        /// Which view.
+        view: &'static str,
+        /// How the reference's walk ended.
+        reference: String,
+        /// How the index's walk ended.
+        index: String,
+    },
+    /// Different skipped lines (their line numbers).
+    #[error("bad lines: reference {} at lines {reference:?}, index {} at lines {index:?}", reference.len(), index.len())]
+    BadLines {
+        /// Lines the reference skipped.
+        reference: Vec<u64>,
+        /// Lines the index skipped.
+        index: Vec<u64>,
+    },
 }
 
-impl std::fmt::Display for Difference {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.what)
-    }
+fn leaf_text(leaf: Option<&(String, LeafRule)>) -> String {
+    leaf.map_or_else(|| "none".into(), |(id, rule)| format!("{id} ({rule:?})"))
+}
+
+fn entry_text(entry: Option<&(String, u64)>) -> String {
+    entry.map_or_else(|| "none".into(), |(id, line)| format!("{id} (line {line})"))
 }
 
 /// Compares the index of `transcript` with a full scan, for both views. The index answers
@@ -34,9 +103,7 @@ pub fn verify(store: &Store, transcript: &Path) -> Result<Vec<Difference>> {
         };
         let got = store.resolve_indexed(transcript, opts)?;
         let Some(got) = got else {
-            diffs.push(Difference {
-                what: "the index was damaged and could not be rebuilt".into(),
-            });
+            diffs.push(Difference::Damaged);
             continue;
         };
         if scanned.as_ref().is_none_or(|(at, _)| *at != got.cursor) {
@@ -51,19 +118,12 @@ pub fn verify(store: &Store, transcript: &Path) -> Result<Vec<Difference>> {
         };
         match want {
             Some(want) => compare(label, &want, &got.resolution, t, &mut diffs),
-            None => diffs.push(Difference {
-                what: format!("{label}: the reference found no leaf but the index did"),
-            }),
+            None => diffs.push(Difference::NoReferenceLeaf { view: label }),
         }
         if view == View::Resume && got.bad_lines != t.bad_lines {
-            diffs.push(Difference {
-                what: format!(
-                    "bad lines: reference {} at lines {:?}, index {} at lines {:?}",
-                    t.bad_lines.len(),
-                    t.bad_lines.iter().map(|b| b.pos.line).collect::<Vec<_>>(),
-                    got.bad_lines.len(),
-                    got.bad_lines.iter().map(|b| b.pos.line).collect::<Vec<_>>()
-                ),
+            diffs.push(Difference::BadLines {
+                reference: t.bad_lines.iter().map(|b| b.pos.line).collect(),
+                index: got.bad_lines.iter().map(|b| b.pos.line).collect(),
             });
         }
     }
@@ -80,7 +140,7 @@ fn scan_prefix(transcript: &Path, len: u64) -> Result<Transcript> {
 }
 
 fn compare(
-    label: &str,
+    label: &'static str,
     want: &Resolution,
     got: &Resolution,
     t: &Transcript,
@@ -88,12 +148,10 @@ fn compare(
 ) {
     let name = |id: crate::transcript::id::Id| t.names.name(id);
     if want.leaf != got.leaf {
-        out.push(Difference {
-            what: format!(
-                "{label}: leaf: reference {:?}, index {:?}",
-                want.leaf.map(|(id, r)| (name(id), r)),
-                got.leaf.map(|(id, r)| (name(id), r))
-            ),
+        out.push(Difference::Leaf {
+            view: label,
+            reference: want.leaf.map(|(id, r)| (name(id), r)),
+            index: got.leaf.map(|(id, r)| (name(id), r)),
         });
     }
     if want.chain != got.chain {
@@ -103,32 +161,27 @@ fn compare(
             .zip(&got.chain)
             .position(|(a, b)| a != b)
             .unwrap_or(want.chain.len().min(got.chain.len()));
-        out.push(Difference {
-            what: format!(
-                "{label}: chain differs at position {at} (reference {} messages, index {}): reference {:?}, index {:?}",
-                want.chain.len(),
-                got.chain.len(),
-                want.chain.get(at).map(|l| (name(l.uuid), l.pos.line)),
-                got.chain.get(at).map(|l| (name(l.uuid), l.pos.line)),
-            ),
+        out.push(Difference::Chain {
+            view: label,
+            at,
+            reference_len: want.chain.len(),
+            index_len: got.chain.len(),
+            reference: want.chain.get(at).map(|l| (name(l.uuid), l.pos.line)),
+            index: got.chain.get(at).map(|l| (name(l.uuid), l.pos.line)),
         });
     }
     if want.leaves != got.leaves {
-        out.push(Difference {
-            what: format!(
-                "{label}: leaves: reference {}, index {}",
-                want.leaves.len(),
-                got.leaves.len()
-            ),
+        out.push(Difference::Leaves {
+            view: label,
+            reference: want.leaves.len(),
+            index: got.leaves.len(),
         });
     }
     if want.stop != got.stop || want.chain_break != got.chain_break {
-        out.push(Difference {
-            what: format!(
-                "{label}: walk end: reference {}, index {}",
-                stop_text(want.stop, &t.names),
-                stop_text(got.stop, &t.names)
-            ),
+        out.push(Difference::WalkEnd {
+            view: label,
+            reference: stop_text(want.stop, &t.names),
+            index: stop_text(got.stop, &t.names),
         });
     }
 }

@@ -191,10 +191,7 @@ impl Store {
         no_index: bool,
     ) -> Result<Answer> {
         if !path.is_file() {
-            return Err(Error::NotFound(format!(
-                "{}: no such transcript file",
-                path.display()
-            )));
+            return Err(Error::NoTranscript { path: path.into() });
         }
         if no_index {
             return Store::reference(path, opts, "--no-index".into());
@@ -217,10 +214,10 @@ impl Store {
         if let Some(at) = &opts.at {
             let id = Id::from_text(at);
             let Some(cut) = chain.iter().position(|l| l.uuid == id) else {
-                return Err(Error::NotFound(format!(
-                    "{}: message {at} is not on the chosen chain",
-                    path.display()
-                )));
+                return Err(Error::NotOnChain {
+                    path: path.into(),
+                    id: at.clone(),
+                });
             };
             chain.truncate(cut + 1);
         }
