@@ -7,6 +7,7 @@ mod export;
 mod index_cmd;
 mod leaves;
 mod ls;
+mod pick;
 mod resume;
 mod search;
 mod table;
@@ -47,6 +48,8 @@ pub enum Command {
     Leaves(leaves::LeavesArgs),
     /// List sessions of a project (or all), newest first.
     Ls(ls::LsArgs),
+    /// Pick a session in an interactive list (filter, preview) and resume it with `claude`.
+    Pick(pick::PickArgs),
     /// Resume the newest session of a project.
     Continue(continue_::ContinueArgs),
     /// List the sub-agents of a session.
@@ -106,6 +109,7 @@ pub fn main() -> ExitCode {
         Command::Resume(a) => resume::run(&cli, a, &mut out),
         Command::Leaves(a) => leaves::run(&cli, a, &mut out),
         Command::Ls(a) => ls::run(&cli, a, &mut out),
+        Command::Pick(a) => pick::run(&cli, a),
         Command::Continue(a) => continue_::run(&cli, a, &mut out),
         Command::Agents(a) => agents::run(&cli, a, &mut out),
         Command::Index(a) => index_cmd::run(&cli, a, index_cmd::Verb::Index, &mut out),
