@@ -65,10 +65,11 @@ impl Fixture {
             answer["message"] = json!({"id": format!("msg_{i}"), "type": "message",
                 "role": "assistant", "model": "m", "content": [{"type": "text", "text": reply}]});
             let meta = json!({"type": "custom-title", "customTitle": title, "sessionId": sid});
-            let text: String = [user, answer, meta]
+            let text = [user, answer, meta]
                 .iter()
                 .map(|v| format!("{v}\n"))
-                .collect();
+                .collect::<Vec<_>>()
+                .concat();
             std::fs::write(project.join(format!("{sid}.jsonl")), text).unwrap();
         }
         // The fake client: its working directory, then its arguments, written at once.

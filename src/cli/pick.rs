@@ -71,10 +71,7 @@ pub fn run(cli: &Cli, a: &PickArgs) -> CliResult {
     let err = cmd.exec();
     Err(CliError::Out(std::io::Error::new(
         err.kind(),
-        format!(
-            "cannot run {}: {err}",
-            cmd.get_program().to_string_lossy()
-        ),
+        format!("cannot run {}: {err}", cmd.get_program().to_string_lossy()),
     )))
 }
 
@@ -144,7 +141,9 @@ enum Action {
     /// Switch between the project's sessions and every session.
     Toggle,
     /// Hand off to `claude --resume` (with `--fork-session` when `fork`).
-    Resume { fork: bool },
+    Resume {
+        fork: bool,
+    },
 }
 
 /// One row of the list.
@@ -352,9 +351,10 @@ impl Picker {
             .iter()
             .map(|&i| {
                 let s = &self.list()[i].facts;
-                let when = s.modified.as_deref().map_or_else(String::new, |t| {
-                    super::ls::relative(t, now)
-                });
+                let when = s
+                    .modified
+                    .as_deref()
+                    .map_or_else(String::new, |t| super::ls::relative(t, now));
                 Row::new(vec![
                     Cell::from(s.title.clone()),
                     Cell::from(Line::from(when).right_aligned()),
@@ -499,9 +499,15 @@ mod tests {
             press(&mut p, KeyCode::Enter, KeyModifiers::NONE),
             Action::Resume { fork: false }
         );
-        assert_eq!(press(&mut p, KeyCode::Esc, KeyModifiers::NONE), Action::None);
+        assert_eq!(
+            press(&mut p, KeyCode::Esc, KeyModifiers::NONE),
+            Action::None
+        );
         assert_eq!(p.shown.len(), 3);
-        assert_eq!(press(&mut p, KeyCode::Esc, KeyModifiers::NONE), Action::Quit);
+        assert_eq!(
+            press(&mut p, KeyCode::Esc, KeyModifiers::NONE),
+            Action::Quit
+        );
     }
 
     #[test]
@@ -521,7 +527,10 @@ mod tests {
             press(&mut p, KeyCode::Char('f'), KeyModifiers::CONTROL),
             Action::Resume { fork: true }
         );
-        assert_eq!(press(&mut p, KeyCode::Tab, KeyModifiers::NONE), Action::Toggle);
+        assert_eq!(
+            press(&mut p, KeyCode::Tab, KeyModifiers::NONE),
+            Action::Toggle
+        );
     }
 
     #[test]
