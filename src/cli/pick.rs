@@ -127,6 +127,11 @@ fn event_loop(
     }
 }
 
+/// The first 8 characters of a session id (as `ls` shows it).
+fn short(id: &str) -> String {
+    id.chars().take(8).collect()
+}
+
 fn now_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -405,7 +410,7 @@ impl Picker {
                         })
                         .collect(),
                 };
-                (format!(" {} · {} ", s.title, s.session_id), lines)
+                (format!(" {} · {} ", short(&s.session_id), s.title), lines)
             }
         };
         f.render_widget(
