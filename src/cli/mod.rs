@@ -7,6 +7,7 @@ mod export;
 mod index_cmd;
 mod leaves;
 mod ls;
+mod pager;
 mod resume;
 mod search;
 mod table;
