@@ -182,7 +182,9 @@ pub fn append(cli: &Cli, a: &AppendArgs, out: &mut impl Write) -> CliResult {
             let cwd = session_cwd(cli, &p);
             (p, cwd)
         }
-        Err(Error::NotFound(_)) if chainlog::discovery::is_uuid(&a.session) => {
+        Err(Error::NotFound(_) | Error::NoMatch { .. })
+            if chainlog::discovery::is_uuid(&a.session) =>
+        {
             let cwd = a
                 .project
                 .as_deref()
