@@ -33,7 +33,7 @@ use redb::TableDefinition;
 /// - 4: `FileState` and the cached facts record the status-change time (ctime) and when
 ///   the file was last checked (racy-mtime rule).
 /// - 5: no `meta_entries` table (metadata lines were stored but never read: resume needs only
-///   [`FileState::checkpoint`], titles come from `facts`).
+///   `FileState::checkpoint`, titles come from `facts`).
 pub const INDEX_SCHEMA_VERSION: u32 = 5;
 
 /// The lowest and highest 16-byte ids, for range scans over one file's rows.
