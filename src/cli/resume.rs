@@ -23,7 +23,7 @@ pub enum Format {
     /// legacy shape). System entries, API errors and unanswered calls are still there.
     Jsonl,
     /// One JSON document `{"messages": [...]}`: what the client sends the model built from
-    /// the view (SPEC A8): lines of one response regrouped, tool results grouped, system
+    /// the view (format.md §A8): lines of one response regrouped, tool results grouped, system
     /// entries dropped (local commands sent as user text), API errors dropped, pairing
     /// repaired, "No response requested." added. Without the new prompt and request-time
     /// `<system-reminder>` injections.
@@ -206,7 +206,7 @@ fn print(cli: &Cli, conv: &Conversation, a: &ViewArgs, out: &mut impl Write) -> 
     Ok(ExitCode::SUCCESS)
 }
 
-/// Prints every bridged chain break, the unbridged one and a cycle on stderr (SPEC A8).
+/// Prints every bridged chain break, the unbridged one and a cycle on stderr (format.md §A8).
 fn report_breaks(path: &Path, res: &chainlog::Resolution, names: &chainlog::format::IdNames) {
     for b in &res.bridges {
         eprintln!(

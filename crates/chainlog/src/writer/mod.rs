@@ -1,5 +1,5 @@
-//! The write path (SPEC A4, A7, A8): appending entries Claude Code will resume, tombstones,
-//! and new sessions made from old ones (fork, branch).
+//! The write path (format.md §A4, §A7, §A8): appending entries Claude Code will resume,
+//! tombstones, and new sessions made from old ones (fork, branch).
 //!
 //! # Context
 //! A program that records an agent's conversation (another harness, a migration, a test rig, a
@@ -19,7 +19,7 @@
 //! [`SessionWriter`] routes each entry to a `sink::Sink`: sidechain messages with an
 //! `agentId` (and agent `content-replacement`s) go to `<sid>/subagents/agent-<id>.jsonl`, the
 //! rest to `<sid>.jsonl`. Entries wait in memory until [`SessionWriter::flush`]; the main file
-//! is created only with its first user or assistant message (SPEC A4 lazy materialisation),
+//! is created only with its first user or assistant message (format.md §A4 lazy materialisation),
 //! metadata set before then is written first.
 //!
 //! Dedup (main thread only, never sidechains): a message whose uuid the session already holds
@@ -46,7 +46,7 @@ use crate::index::Store;
 use shape::{Stamp, is_message_type};
 use sink::{Pending, Sink};
 
-/// The Claude Code version whose shape the writer writes (SPEC A8), stamped as `version`
+/// The Claude Code version whose shape the writer writes (format.md §A8), stamped as `version`
 /// unless [`WriterOptions::version`] says otherwise.
 pub const WRITTEN_VERSION: &str = "2.1.328";
 
@@ -134,7 +134,7 @@ pub fn check_entry(v: &Value) -> std::result::Result<(), String> {
         return Err("an entry needs a string `type`".into());
     };
     if ty == "progress" {
-        return Err("`progress` entries are not written (SPEC A4: dropped before writing)".into());
+        return Err("`progress` entries are never written (format.md §A4)".into());
     }
     for k in ["uuid", "timestamp", "agentId", "sessionId"] {
         if o.get(k).is_some_and(|x| !x.is_string()) {
@@ -190,7 +190,7 @@ impl SessionWriter {
 
     /// Queues a batch: every entry is checked first and nothing is queued if one is invalid
     /// ([`Error::InvalidEntry`] names its 0-based index). Already-written messages at the start
-    /// of the batch move the parent cursor (SPEC A4 prefix rule).
+    /// of the batch move the parent cursor (format.md §A4 prefix rule).
     pub fn append_all(&mut self, entries: Vec<Value>) -> Result<Vec<Option<String>>> {
         for (i, e) in entries.iter().enumerate() {
             check_entry(e).map_err(|reason| Error::InvalidEntry { index: i, reason })?;
