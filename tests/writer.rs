@@ -446,6 +446,39 @@ fn line_of(v: &Value) -> Line {
     }
 }
 
+/// The title and tag in effect after `lines`.
+fn initial_meta(lines: &[Value]) -> (Option<String>, Option<String>) {
+    let (mut title, mut tag) = (None, None);
+    for v in lines {
+        match v["type"].as_str() {
+            Some("custom-title") => title = v["customTitle"].as_str().map(str::to_owned),
+            Some("tag") => tag = v["tag"].as_str().map(str::to_owned),
+            _ => {}
+        }
+    }
+    (title, tag)
+}
+
+/// `lines` without metadata lines that restate the title or tag already in effect.
+fn effective(lines: &[Line], mut title: Option<String>, mut tag: Option<String>) -> Vec<Line> {
+    let mut out = Vec::new();
+    for l in lines {
+        if let Line::Meta { ty, text } = l {
+            let state = if ty == "custom-title" {
+                &mut title
+            } else {
+                &mut tag
+            };
+            if state.as_deref() == Some(text.as_str()) {
+                continue;
+            }
+            *state = Some(text.clone());
+        }
+        out.push(l.clone());
+    }
+    out
+}
+
 /// Pending entries in the model: the parent is decided at flush, as the writer does.
 #[derive(Debug, Clone)]
 enum Queued {
@@ -680,7 +713,14 @@ fn run_ops(seed: u64, ops: &[Op]) {
                 .iter()
                 .map(line_of)
                 .collect();
-            assert_eq!(got, m.lines, "step {step} {op:?}");
+            // The writer restates the title and tag near the end (every 32 KiB and at close):
+            // lines that repeat the title or tag in effect change nothing; compare the rest.
+            let (title, tag) = initial_meta(&lines(&path)[..initial.frame.lines as usize]);
+            assert_eq!(
+                effective(&got, title.clone(), tag.clone()),
+                effective(&m.lines, title, tag),
+                "step {step} {op:?}"
+            );
             let t = Transcript::open(&path).unwrap();
             assert_eq!(t.bad_lines.len(), initial.bad_lines.len(), "step {step}");
             assert_index_agrees(&e.store, &path);
@@ -714,4 +754,71 @@ proptest! {
     fn random_write_sequences_match_the_model(seed in 0u64..1000, ops in prop::collection::vec(op(), 1..24)) {
         run_ops(seed, &ops);
     }
+}
+
+#[test]
+fn the_title_and_tag_are_restated_near_the_end() {
+    let e = env();
+    let sid = "7e57c0de-0000-4000-8000-00000000e7a1";
+    let path = e.project.join(format!("{sid}.jsonl"));
+    let mut w = e
+        .store
+        .writer(&e.project, sid, WriterOptions::new("/w"))
+        .unwrap();
+    w.append(user("first")).unwrap();
+    w.set_title("the title");
+    w.set_tag("t1");
+    w.flush().unwrap();
+    let padding = "p".repeat(900);
+    for i in 0..150 {
+        w.append(user(&format!("{i} {padding}"))).unwrap();
+        w.append(assistant(&format!("{i} {padding}"))).unwrap();
+        if i % 5 == 4 {
+            w.flush().unwrap();
+        }
+    }
+    w.append(user("last question")).unwrap();
+    w.close().unwrap();
+    let bytes = std::fs::read(&path).unwrap();
+    let all = lines(&path);
+    let titles = all.iter().filter(|v| v["type"] == "custom-title").count();
+    // ~270 KiB of messages: restated about every 32 KiB, and once more at close.
+    assert!(titles >= 8, "{titles} title lines");
+    // Every 64 KiB window at the end holds the title and the tag.
+    let tail = String::from_utf8_lossy(&bytes[bytes.len() - 64 * 1024..]).into_owned();
+    assert!(tail.contains("\"customTitle\":\"the title\""));
+    assert!(tail.contains("\"tag\":\"t1\""));
+    // At close, after the last message.
+    let last = all.last().unwrap();
+    assert!(
+        last["type"] == "tag" || last["type"] == "custom-title",
+        "{last}"
+    );
+    // The resume view and the index are untouched by the restated lines.
+    assert_index_agrees(&e.store, &path);
+
+    // A writer that only sets a title writes it once; an existing title is carried over.
+    let mut w = e
+        .store
+        .writer(&e.project, sid, WriterOptions::new("/w"))
+        .unwrap();
+    w.set_title("renamed");
+    w.close().unwrap();
+    let after = lines(&path);
+    assert_eq!(after.len(), all.len() + 1, "exactly one line added");
+    let mut w = e
+        .store
+        .writer(&e.project, sid, WriterOptions::new("/w"))
+        .unwrap();
+    w.append(user("more")).unwrap();
+    w.close().unwrap();
+    let end = lines(&path);
+    let restated: Vec<&Value> = end[after.len()..].iter().collect();
+    assert_eq!(restated[0]["type"], "user");
+    assert!(
+        restated
+            .iter()
+            .any(|v| v["type"] == "custom-title" && v["customTitle"] == "renamed"),
+        "the existing title is restated at close: {restated:?}"
+    );
 }

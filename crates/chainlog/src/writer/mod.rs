@@ -50,6 +50,47 @@ use sink::{Pending, Sink};
 /// unless [`WriterOptions::version`] says otherwise.
 pub const WRITTEN_VERSION: &str = "2.1.328";
 
+/// Bytes of messages written to the main file after which the session's title and tag are
+/// written again (and again at close), so a reader that looks only at a file's last 64 KiB
+/// (Claude Code's picker) still finds them, as Claude Code itself re-appends them.
+pub const META_REAPPEND_BYTES: u64 = 32 * 1024;
+
+/// The title and tag a session carries, re-appended to stay near its end.
+#[derive(Debug, Default)]
+struct Carried {
+    title: Option<String>,
+    tag: Option<String>,
+    /// Main-file bytes written since they were last written.
+    since: u64,
+    /// A title or tag entry is queued (it goes out with the next main-file write).
+    queued: bool,
+}
+
+impl Carried {
+    /// The entries that restate them.
+    fn entries(&self) -> Vec<Value> {
+        let mut out = Vec::new();
+        if let Some(t) = &self.title {
+            out.push(serde_json::json!({"type": "custom-title", "customTitle": t}));
+        }
+        if let Some(t) = &self.tag {
+            out.push(serde_json::json!({"type": "tag", "tag": t}));
+        }
+        out
+    }
+
+    /// Notes a queued main-file entry of type `ty`.
+    fn note(&mut self, ty: &str, o: &Map<String, Value>) {
+        let text = |k: &str| o.get(k).and_then(Value::as_str).map(str::to_owned);
+        match ty {
+            "custom-title" => self.title = text("customTitle").filter(|t| !t.is_empty()),
+            "tag" => self.tag = text("tag").filter(|t| !t.is_empty()),
+            _ => return,
+        }
+        self.queued = true;
+    }
+}
+
 /// What the writer stamps on entries, and how durable a flush is.
 #[derive(Debug, Clone)]
 pub struct WriterOptions {
@@ -99,6 +140,7 @@ pub struct SessionWriter {
     main: Sink,
     agents: BTreeMap<String, Sink>,
     agent_meta: BTreeMap<String, Value>,
+    carried: Carried,
 }
 
 impl Store {
@@ -113,6 +155,16 @@ impl Store {
         check_id(session_id)?;
         let mut main = Sink::new(project_dir.join(format!("{session_id}.jsonl")), true);
         main.start(self)?;
+        // The title and tag the session already has (from the index's cached facts).
+        let mut carried = Carried::default();
+        if main.path.is_file() {
+            let mut cache = crate::catalog::cache::FactsCache::new(self);
+            if let Ok(f) = cache.facts(&main.path) {
+                carried.title = f.custom_title.filter(|t| !t.is_empty());
+                carried.tag = f.tag.filter(|t| !t.is_empty());
+            }
+            let _ = cache.flush();
+        }
         Ok(SessionWriter {
             store: self.clone(),
             project_dir: project_dir.to_path_buf(),
@@ -121,6 +173,7 @@ impl Store {
             main,
             agents: BTreeMap::new(),
             agent_meta: BTreeMap::new(),
+            carried,
         })
     }
 }
@@ -221,6 +274,10 @@ impl SessionWriter {
                     .filter(|_| message)
                     .map(str::to_owned),
             );
+            if !message {
+                // Titles and tags always go to the main file.
+                self.carried.note(&ty, &o);
+            }
             let sink = self.route(&o, message)?;
             sink.pending.push(Pending {
                 entry: o,
@@ -283,6 +340,7 @@ impl SessionWriter {
             entrypoint: self.opts.entrypoint.as_deref(),
         };
         let mut report = FlushReport::default();
+        let mut main_bytes = 0;
         let mut sinks: Vec<(&str, &mut Sink)> = vec![("", &mut self.main)];
         sinks.extend(self.agents.iter_mut().map(|(k, v)| (k.as_str(), v)));
         for (agent, sink) in sinks {
@@ -299,13 +357,39 @@ impl SessionWriter {
                     &serde_json::to_vec(&meta).unwrap_or_default(),
                 )?;
             }
+            if sink.main {
+                main_bytes = done.bytes;
+            }
             report.bytes += done.bytes;
             report.duplicates.extend(done.duplicates);
             report
                 .written
                 .extend(done.written.into_iter().map(|u| (sink.path.clone(), u)));
         }
+        if self.carried.queued && main_bytes > 0 {
+            // The title and tag went out with this write.
+            self.carried.queued = false;
+            self.carried.since = 0;
+        } else {
+            self.carried.since += main_bytes;
+        }
+        if self.carried.since >= META_REAPPEND_BYTES {
+            self.restate(&mut report)?;
+        }
         Ok(report)
+    }
+
+    /// Writes the session's title and tag again (when it has either).
+    fn restate(&mut self, report: &mut FlushReport) -> Result<()> {
+        let entries = self.carried.entries();
+        if entries.is_empty() {
+            self.carried.since = 0;
+            return Ok(());
+        }
+        self.append_all(entries)?;
+        let more = self.flush()?;
+        report.bytes += more.bytes;
+        Ok(())
     }
 
     /// Removes the message `uuid` from the main transcript (a discarded attempt), atomically
@@ -317,9 +401,14 @@ impl SessionWriter {
         Ok(removed)
     }
 
-    /// Flushes and closes.
+    /// Flushes and closes; the session's title and tag are written again when messages were
+    /// written after them.
     pub fn close(mut self) -> Result<FlushReport> {
-        self.flush()
+        let mut report = self.flush()?;
+        if self.carried.since > 0 {
+            self.restate(&mut report)?;
+        }
+        Ok(report)
     }
 }
 
