@@ -29,11 +29,13 @@
 //! of its resume view (where Claude Code's own writer continues after `--resume`).
 
 mod copy;
+mod git;
 mod shape;
 mod sink;
 mod tombstone;
 
 pub use copy::{branch, fork};
+pub use git::git_branch;
 pub use tombstone::TAIL_WINDOW;
 
 use std::collections::BTreeMap;
@@ -98,7 +100,8 @@ pub struct WriterOptions {
     pub cwd: String,
     /// `version` of written messages.
     pub version: String,
-    /// `gitBranch`, when known.
+    /// `gitBranch`, when known ([`WriterOptions::new`] reads it from the repository holding
+    /// `cwd`, see [`git_branch`]).
     pub git_branch: Option<String>,
     /// `entrypoint` (`cli`, `sdk-cli`, ...), when set.
     pub entrypoint: Option<String>,
@@ -107,12 +110,13 @@ pub struct WriterOptions {
 }
 
 impl WriterOptions {
-    /// Options for messages recorded in `cwd`.
+    /// Options for messages recorded in `cwd`, with the branch checked out there.
     pub fn new(cwd: impl Into<String>) -> WriterOptions {
+        let cwd = cwd.into();
         WriterOptions {
-            cwd: cwd.into(),
+            git_branch: git_branch(Path::new(&cwd)),
+            cwd,
             version: WRITTEN_VERSION.into(),
-            git_branch: None,
             entrypoint: None,
             fsync: true,
         }
