@@ -397,10 +397,13 @@ enum Op {
     Flush,
     Reopen,
     Foreign,
+    /// `chainlog append` in a real process, killed with SIGKILL after this many × 0.5 ms.
+    Kill(u8),
 }
 
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
+        1 => any::<u8>().prop_map(Op::Kill),
         4 => Just(Op::User),
         4 => Just(Op::Assistant),
         2 => Just(Op::ToolPair),
@@ -444,6 +447,34 @@ fn line_of(v: &Value) -> Line {
             parent: s("parentUuid"),
         },
     }
+}
+
+/// Runs `chainlog append PATH` with `stdin` in a child process and kills it with SIGKILL after
+/// `delay_us` (it may have finished by then).
+fn kill_an_append(e: &Env, path: &Path, stdin: &str, delay_us: u64) {
+    use std::io::Write as _;
+    let claude = e.project.parent().unwrap().parent().unwrap();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_chainlog"))
+        .arg("--claude-dir")
+        .arg(claude)
+        .arg("--index-dir")
+        .arg(e.store.db_path(path).parent().unwrap())
+        .arg("append")
+        .arg(path)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_micros(delay_us));
+    let _ = child.kill(); // SIGKILL
+    let _ = child.wait();
 }
 
 /// The title and tag in effect after `lines`.
@@ -671,6 +702,66 @@ fn run_ops(seed: u64, ops: &[Op]) {
             Op::Reopen => {
                 w.close().unwrap();
                 m.flush();
+                m.cursor = chain_tip(&path);
+                w = e.store.writer(&e.project, &s.session_id, opts()).unwrap();
+                check = true;
+            }
+            Op::Kill(delay) => {
+                // The in-process writer closes; a real process appends a batch and is killed
+                // at some point: the file holds the whole batch or none of it (one `write`),
+                // and whatever the index kept still equals the scan.
+                w.close().unwrap();
+                m.flush();
+                let tip = chain_tip(&path);
+                let batch: Vec<String> = (0..4).map(|_| uuid::Uuid::new_v4().to_string()).collect();
+                let stdin: String = batch
+                    .iter()
+                    .enumerate()
+                    .map(|(i, u)| {
+                        let mut v = if i % 2 == 0 {
+                            user("k")
+                        } else {
+                            assistant("k")
+                        };
+                        v["uuid"] = u.as_str().into();
+                        format!("{v}\n")
+                    })
+                    .collect();
+                kill_an_append(&e, &path, &stdin, u64::from(*delay) * 500);
+                let all = lines(&path);
+                let file: Vec<Line> = all[initial.frame.lines as usize..]
+                    .iter()
+                    .map(line_of)
+                    .collect();
+                let in_batch =
+                    |l: &Line| matches!(l, Line::Msg { uuid, .. } if batch.contains(uuid));
+                let got: Vec<&Line> = file.iter().filter(|l| in_batch(l)).collect();
+                assert!(
+                    got.is_empty() || got.len() == batch.len(),
+                    "step {step}: part of a batch written: {got:?}"
+                );
+                // Everything else is what the model holds (plus restated metadata).
+                let others: Vec<Line> = file.iter().filter(|l| !in_batch(l)).cloned().collect();
+                let (title, tag) = initial_meta(&all[..initial.frame.lines as usize]);
+                assert_eq!(
+                    effective(&others, title.clone(), tag.clone()),
+                    effective(&m.lines, title, tag),
+                    "step {step}: the lines before the killed batch"
+                );
+                let mut parent = tip;
+                for (l, u) in got.iter().zip(&batch) {
+                    assert_eq!(
+                        **l,
+                        Line::Msg {
+                            uuid: u.clone(),
+                            parent: parent.clone()
+                        },
+                        "step {step}: the killed batch chains from the tip"
+                    );
+                    parent = Some(u.clone());
+                    m.known.push(u.clone());
+                }
+                m.lines = file;
                 m.cursor = chain_tip(&path);
                 w = e.store.writer(&e.project, &s.session_id, opts()).unwrap();
                 check = true;
