@@ -714,7 +714,7 @@ fn run_ops(seed: u64, ops: &[Op]) {
                 m.flush();
                 let tip = chain_tip(&path);
                 let batch: Vec<String> = (0..4).map(|_| uuid::Uuid::new_v4().to_string()).collect();
-                let stdin: String = batch
+                let lines_in: Vec<String> = batch
                     .iter()
                     .enumerate()
                     .map(|(i, u)| {
@@ -724,9 +724,10 @@ fn run_ops(seed: u64, ops: &[Op]) {
                             assistant("k")
                         };
                         v["uuid"] = u.as_str().into();
-                        format!("{v}\n")
+                        v.to_string()
                     })
                     .collect();
+                let stdin = lines_in.join("\n") + "\n";
                 kill_an_append(&e, &path, &stdin, u64::from(*delay) * 500);
                 let all = lines(&path);
                 let file: Vec<Line> = all[initial.frame.lines as usize..]
