@@ -7,6 +7,7 @@ mod export;
 mod index_cmd;
 mod leaves;
 mod ls;
+mod pager;
 mod pick;
 mod resume;
 mod search;
@@ -100,7 +101,7 @@ pub struct GenArgs {
     pub everything: bool,
 }
 
-/// Runs the CLI and maps errors to exit codes (SPEC B3).
+/// Runs the CLI and maps errors to exit codes (format.md §B3).
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let stdout = std::io::stdout();

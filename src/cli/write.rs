@@ -1,5 +1,6 @@
-//! The writing verbs: `append`, `fork`, `branch`, `title`, `tag` (SPEC A4, A7, A8). Each one
-//! resolves the session the user named, calls the library writer and prints its result.
+//! The writing verbs: `append`, `fork`, `branch`, `title`, `tag` (format.md §A4, §A7, §A8).
+//! Each one resolves the session the user named, calls the library writer and prints its
+//! result.
 //!
 //! A session is named by its full id, its transcript path or its exact title (the lookup is
 //! `resume`'s, but the prefix and substring matches it also accepts are refused for writes; ids

@@ -267,7 +267,7 @@ where
         Ok(self.uuids.get((self.f(), id.0))?.map(|v| v.value()))
     }
 
-    /// The map position of a live message (SPEC A5 steps 5 and 6 applied).
+    /// The map position of a live message (format.md §A5 steps 5 and 6 applied).
     pub fn live(&self, id: Id) -> Fault<Option<u32>> {
         let Some(seq) = self.seq_of(id)? else {
             return Ok(None);
