@@ -282,3 +282,27 @@ fn esc_clears_the_filter_then_quits_without_a_hand_off() {
     );
     assert!(!f.out().exists(), "nothing was handed off");
 }
+
+#[test]
+fn a_pause_in_typing_adds_sessions_whose_messages_match() {
+    if !have_tmux() {
+        return;
+    }
+    let f = Fixture::new();
+    let t = Tmux::start(&f, "fulltext");
+    t.wait_for("the three sessions", |s| {
+        SESSIONS.iter().all(|(_, title, _)| s.contains(title))
+    });
+    // Only the zebra session's reply says "tables"; no title or prompt does.
+    t.type_text("tables");
+    let s = t.wait_for("the full-text hit", |s| {
+        s.contains("Zebra migration (in messages)")
+    });
+    assert!(
+        !s.contains("Alpha refactor") && !s.contains("Gamma docs"),
+        "{s}"
+    );
+    t.key("Enter");
+    let (_, args) = f.handed_off();
+    assert_eq!(args, format!("--resume {}", SESSIONS[1].0));
+}

@@ -8,15 +8,20 @@
 //! directory when it still exists. `$CHAINLOG_CLAUDE` names another program to run instead of
 //! `claude` (tests run a fake one).
 //!
+//! When typing pauses, the filter is also run as a full-text search over every message (the
+//! search index of `chainlog search`); sessions found only that way are added to the rows,
+//! marked `(in messages)`. Results are cached per filter text.
+//!
 //! The terminal is set up and restored by ratatui's `init`/`restore`, whose panic hook
 //! restores it on a panic too; every other exit path calls `restore` before returning or
 //! handing off.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::io::IsTerminal;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
+use std::time::Duration;
 
 use chainlog::{Block, ListOptions, Message, ResumeOptions, Role, SessionFacts, Store};
 use ratatui::Frame;
@@ -34,6 +39,9 @@ const HELP: &str = "type: filter  Up/Down Ctrl-J/K: move  Enter: resume  Ctrl-F:
 
 /// Messages kept per cached preview (the pane shows the last ones that fit).
 const PREVIEW_KEEP: usize = 200;
+
+/// How long typing must pause before the filter is run as a full-text search.
+const SEARCH_PAUSE: Duration = Duration::from_millis(250);
 
 #[derive(Debug, clap::Args)]
 pub struct PickArgs {
@@ -102,6 +110,10 @@ fn event_loop(
     loop {
         picker.ensure_preview(store);
         terminal.draw(|f| picker.draw(f, now))?;
+        if picker.wants_search() && !event::poll(SEARCH_PAUSE)? {
+            picker.search(store);
+            continue;
+        }
         let Event::Key(key) = event::read()? else {
             continue;
         };
@@ -188,6 +200,8 @@ struct Picker {
     shown: Vec<usize>,
     selected: usize,
     previews: HashMap<PathBuf, Preview>,
+    /// Sessions whose messages match a filter (full-text search, all projects), by filter.
+    hits: HashMap<String, HashSet<PathBuf>>,
     /// A message for the top line (a listing that failed).
     status: Option<String>,
 }
@@ -202,6 +216,7 @@ impl Picker {
             shown: Vec::new(),
             selected: 0,
             previews: HashMap::new(),
+            hits: HashMap::new(),
             status: None,
         }
     }
@@ -241,11 +256,14 @@ impl Picker {
     fn refilter(&mut self) {
         let keep = self.selected().map(|f| f.path.clone());
         let needle = self.filter.to_lowercase();
+        let hits = self.hits.get(&self.filter);
         self.shown = self
             .list()
             .iter()
             .enumerate()
-            .filter(|(_, e)| e.haystack.contains(&needle))
+            .filter(|(_, e)| {
+                e.haystack.contains(&needle) || hits.is_some_and(|h| h.contains(&e.facts.path))
+            })
             .map(|(i, _)| i)
             .collect();
         self.selected = keep
@@ -308,6 +326,38 @@ impl Picker {
         Action::None
     }
 
+    /// Whether the filter has not been searched in the messages yet.
+    fn wants_search(&self) -> bool {
+        !self.filter.trim().is_empty() && !self.hits.contains_key(&self.filter)
+    }
+
+    /// Runs the filter as a full-text search and adds the sessions it finds.
+    fn search(&mut self, store: &Store) {
+        let found = store.claude_dir().and_then(|claude| {
+            chainlog::search::matching_sessions(
+                store,
+                &claude,
+                &self.filter,
+                &chainlog::search::SearchOptions {
+                    project: None,
+                    all: true,
+                    limit: 0,
+                },
+            )
+        });
+        let found = found.unwrap_or_else(|e| {
+            self.status = Some(format!("full-text search: {e}"));
+            HashSet::new()
+        });
+        self.hits.insert(self.filter.clone(), found);
+        self.refilter();
+    }
+
+    /// Whether the row passes the filter only by the full-text search.
+    fn only_in_messages(&self, e: &Entry) -> bool {
+        !e.haystack.contains(&self.filter.to_lowercase())
+    }
+
     /// Reads the selected session's preview unless it is cached.
     fn ensure_preview(&mut self, store: &Store) {
         let Some(path) = self.selected().map(|f| f.path.clone()) else {
@@ -316,6 +366,27 @@ impl Picker {
         self.previews
             .entry(path)
             .or_insert_with_key(|p| read_preview(store, p));
+    }
+
+    /// One row of the list: title, relative time of the last message, message count.
+    fn row(&self, e: &Entry, now: i64) -> Row<'static> {
+        let s = &e.facts;
+        let when = s
+            .modified
+            .as_deref()
+            .map_or_else(String::new, |t| super::ls::relative(t, now));
+        let mut title = vec![Span::raw(s.title.clone())];
+        if self.only_in_messages(e) {
+            title.push(Span::styled(
+                " (in messages)",
+                Style::new().add_modifier(Modifier::DIM),
+            ));
+        }
+        Row::new(vec![
+            Cell::from(Line::from(title)),
+            Cell::from(Line::from(when).right_aligned()),
+            Cell::from(Line::from(format!("{} msgs", s.message_count)).right_aligned()),
+        ])
     }
 
     fn draw(&self, f: &mut Frame, now: i64) {
@@ -354,18 +425,7 @@ impl Picker {
         let rows: Vec<Row> = self
             .shown
             .iter()
-            .map(|&i| {
-                let s = &self.list()[i].facts;
-                let when = s
-                    .modified
-                    .as_deref()
-                    .map_or_else(String::new, |t| super::ls::relative(t, now));
-                Row::new(vec![
-                    Cell::from(s.title.clone()),
-                    Cell::from(Line::from(when).right_aligned()),
-                    Cell::from(Line::from(format!("{} msgs", s.message_count)).right_aligned()),
-                ])
-            })
+            .map(|&i| self.row(&self.list()[i], now))
             .collect();
         let empty = rows.is_empty();
         let table = Table::new(
