@@ -48,29 +48,7 @@ impl Fixture {
             .join(chainlog::discovery::project_key(&cwd));
         std::fs::create_dir_all(&project).unwrap();
         for (i, (sid, title, reply)) in SESSIONS.iter().enumerate() {
-            let u1 = format!("00000000-0000-4000-8000-0000000{i}0001");
-            let u2 = format!("00000000-0000-4000-8000-0000000{i}0002");
-            let base = |uuid: &str, parent: Option<&str>, minute: usize| {
-                json!({
-                    "parentUuid": parent, "isSidechain": false, "userType": "external",
-                    "cwd": cwd, "sessionId": sid, "version": "2.1.88", "gitBranch": "main",
-                    "uuid": uuid, "timestamp": format!("2025-03-01T10:{:02}:00.000Z", minute),
-                })
-            };
-            let mut user = base(&u1, None, i * 10);
-            user["type"] = json!("user");
-            user["message"] = json!({"role": "user", "content": format!("please work on {title}")});
-            let mut answer = base(&u2, Some(&u1), i * 10 + 1);
-            answer["type"] = json!("assistant");
-            answer["message"] = json!({"id": format!("msg_{i}"), "type": "message",
-                "role": "assistant", "model": "m", "content": [{"type": "text", "text": reply}]});
-            let meta = json!({"type": "custom-title", "customTitle": title, "sessionId": sid});
-            let text = [user, answer, meta]
-                .iter()
-                .map(|v| format!("{v}\n"))
-                .collect::<Vec<_>>()
-                .concat();
-            std::fs::write(project.join(format!("{sid}.jsonl")), text).unwrap();
+            write_session(&project, &cwd, i, sid, title, reply);
         }
         // The fake client: its working directory, then its arguments, written at once.
         let script = format!(
@@ -111,18 +89,52 @@ impl Fixture {
     }
 }
 
-/// A private tmux server running `chainlog pick --all` in a 100×30 pane.
+/// Writes session `i` (a prompt naming the title, a reply, a `custom-title`) in `project`.
+fn write_session(project: &Path, cwd: &str, i: usize, sid: &str, title: &str, reply: &str) {
+    let u1 = format!("00000000-0000-4000-8000-0000000{i}0001");
+    let u2 = format!("00000000-0000-4000-8000-0000000{i}0002");
+    let base = |uuid: &str, parent: Option<&str>, minute: usize| {
+        json!({
+            "parentUuid": parent, "isSidechain": false, "userType": "external",
+            "cwd": cwd, "sessionId": sid, "version": "2.1.88", "gitBranch": "main",
+            "uuid": uuid, "timestamp": format!("2025-03-01T10:{:02}:00.000Z", minute),
+        })
+    };
+    let mut user = base(&u1, None, i * 10);
+    user["type"] = json!("user");
+    user["message"] = json!({"role": "user", "content": format!("please work on {title}")});
+    let mut answer = base(&u2, Some(&u1), i * 10 + 1);
+    answer["type"] = json!("assistant");
+    answer["message"] = json!({"id": format!("msg_{i}"), "type": "message",
+        "role": "assistant", "model": "m", "content": [{"type": "text", "text": reply}]});
+    let meta = json!({"type": "custom-title", "customTitle": title, "sessionId": sid});
+    let text = [user, answer, meta]
+        .iter()
+        .map(|v| format!("{v}\n"))
+        .collect::<Vec<_>>()
+        .concat();
+    std::fs::create_dir_all(project).unwrap();
+    std::fs::write(project.join(format!("{sid}.jsonl")), text).unwrap();
+}
+
+/// A private tmux server running `chainlog pick` in a 100×30 pane.
 struct Tmux {
     socket: String,
 }
 
 impl Tmux {
+    /// `chainlog pick --all`.
     fn start(f: &Fixture, case: &str) -> Tmux {
+        Tmux::start_with(f, case, "--all")
+    }
+
+    /// `chainlog pick ARGS` in the fixture's working directory.
+    fn start_with(f: &Fixture, case: &str, args: &str) -> Tmux {
         let socket = format!("chainlog-pick-{}-{case}", std::process::id());
         let q = |p: &Path| format!("'{}'", p.display());
         // After the hand-off (or a failure) the pane stays, so a failure can show the screen.
         let cmd = format!(
-            "env CHAINLOG_CLAUDE={} {} --claude-dir {} --index-dir {} pick --all; \
+            "env CHAINLOG_CLAUDE={} {} --claude-dir {} --index-dir {} pick {args}; \
              echo \"[exit $?]\"; sleep 600",
             q(&f.fake()),
             q(Path::new(env!("CARGO_BIN_EXE_chainlog"))),
@@ -135,6 +147,8 @@ impl Tmux {
             "/dev/null",
             "new-session",
             "-d",
+            "-c",
+            f.work().to_str().unwrap(),
             "-x",
             "100",
             "-y",
@@ -305,4 +319,39 @@ fn a_pause_in_typing_adds_sessions_whose_messages_match() {
     t.key("Enter");
     let (_, args) = f.handed_off();
     assert_eq!(args, format!("--resume {}", SESSIONS[1].0));
+}
+
+#[test]
+fn the_current_project_first_and_tab_switches_to_all() {
+    if !have_tmux() {
+        return;
+    }
+    let f = Fixture::new();
+    let elsewhere = f.tmp.path().join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let cwd = elsewhere.to_str().unwrap();
+    let project = f
+        .claude()
+        .join("projects")
+        .join(chainlog::discovery::project_key(cwd));
+    let sid = "dddddddd-0000-4000-8000-000000000004";
+    write_session(&project, cwd, 4, sid, "Elsewhere notes", "other reply");
+    let t = Tmux::start_with(&f, "tab", "");
+    let s = t.wait_for("the project's sessions", |s| s.contains("3/3 this project"));
+    assert!(
+        SESSIONS.iter().all(|(_, title, _)| s.contains(title)) && !s.contains("Elsewhere"),
+        "{s}"
+    );
+    t.key("Tab");
+    t.wait_for("every project", |s| {
+        s.contains("4/4 all projects") && s.contains("Elsewhere notes")
+    });
+    t.type_text("elsewhere");
+    t.wait_for("the other project's session alone", |s| {
+        s.contains("1/4 all projects") && s.contains("other reply")
+    });
+    t.key("Enter");
+    let (dir, args) = f.handed_off();
+    assert_eq!(args, format!("--resume {sid}"));
+    assert_eq!(Path::new(&dir), elsewhere.canonicalize().unwrap());
 }

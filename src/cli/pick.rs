@@ -111,7 +111,11 @@ fn event_loop(
         picker.ensure_preview(store);
         terminal.draw(|f| picker.draw(f, now))?;
         if picker.wants_search() && !event::poll(SEARCH_PAUSE)? {
+            // The first search of a project catches its search index up: say so meanwhile.
+            picker.searching = true;
+            terminal.draw(|f| picker.draw(f, now))?;
             picker.search(store);
+            picker.searching = false;
             continue;
         }
         let Event::Key(key) = event::read()? else {
@@ -200,8 +204,11 @@ struct Picker {
     shown: Vec<usize>,
     selected: usize,
     previews: HashMap<PathBuf, Preview>,
-    /// Sessions whose messages match a filter (full-text search, all projects), by filter.
-    hits: HashMap<String, HashSet<PathBuf>>,
+    /// Sessions whose messages match a filter (full-text search in the scope), by scope
+    /// (`all`) and filter.
+    hits: HashMap<(bool, String), HashSet<PathBuf>>,
+    /// A full-text search is running.
+    searching: bool,
     /// A message for the top line (a listing that failed).
     status: Option<String>,
 }
@@ -217,6 +224,7 @@ impl Picker {
             selected: 0,
             previews: HashMap::new(),
             hits: HashMap::new(),
+            searching: false,
             status: None,
         }
     }
@@ -231,6 +239,12 @@ impl Picker {
                 ..ListOptions::default()
             };
             let listing = store.sessions(&opts)?;
+            if !listing.skipped.is_empty() {
+                self.status = Some(format!(
+                    "{} unreadable transcripts skipped; `chainlog ls` names them",
+                    listing.skipped.len()
+                ));
+            }
             self.set_list(listing.sessions);
         }
         self.refilter();
@@ -256,7 +270,7 @@ impl Picker {
     fn refilter(&mut self) {
         let keep = self.selected().map(|f| f.path.clone());
         let needle = self.filter.to_lowercase();
-        let hits = self.hits.get(&self.filter);
+        let hits = self.hits.get(&(self.all, self.filter.clone()));
         self.shown = self
             .list()
             .iter()
@@ -328,7 +342,7 @@ impl Picker {
 
     /// Whether the filter has not been searched in the messages yet.
     fn wants_search(&self) -> bool {
-        !self.filter.trim().is_empty() && !self.hits.contains_key(&self.filter)
+        !self.filter.trim().is_empty() && !self.hits.contains_key(&(self.all, self.filter.clone()))
     }
 
     /// Runs the filter as a full-text search and adds the sessions it finds.
@@ -339,8 +353,8 @@ impl Picker {
                 &claude,
                 &self.filter,
                 &chainlog::search::SearchOptions {
-                    project: None,
-                    all: true,
+                    project: self.project.clone(),
+                    all: self.all,
                     limit: 0,
                 },
             )
@@ -349,7 +363,7 @@ impl Picker {
             self.status = Some(format!("full-text search: {e}"));
             HashSet::new()
         });
-        self.hits.insert(self.filter.clone(), found);
+        self.hits.insert((self.all, self.filter.clone()), found);
         self.refilter();
     }
 
@@ -404,9 +418,14 @@ impl Picker {
             "this project".to_owned()
         };
         let counts = format!(
-            "  {}/{} {scope}{}",
+            "  {}/{} {scope}{}{}",
             self.shown.len(),
             self.list().len(),
+            if self.searching {
+                "  searching messages…"
+            } else {
+                ""
+            },
             self.status
                 .as_deref()
                 .map_or_else(String::new, |s| format!("  ({s})"))
