@@ -5,6 +5,11 @@
 //!
 //! `cargo bench --bench search` (`CHAINLOG_BENCH_SEARCH_BYTES` sets the total, default 1 GiB).
 
+#![allow(
+    clippy::cast_precision_loss,
+    reason = "figures printed for people; sizes are far below 2^52"
+)]
+
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
