@@ -9,6 +9,7 @@ mod leaves;
 mod ls;
 mod pager;
 mod pick;
+mod progress;
 mod resume;
 mod search;
 mod table;
@@ -104,6 +105,7 @@ pub struct GenArgs {
 /// Runs the CLI and maps errors to exit codes (format.md §B3).
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
+    progress::install();
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     let result = match &cli.command {
