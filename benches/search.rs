@@ -135,7 +135,7 @@ fn main() {
         index_bytes as f64 * 100.0 / written as f64
     );
     println!(
-        "query `rsync` (warm, median of 9): {:.1} ms; {tool} over the same files (median of 5): {:.1} ms; ratio {:.0}×",
+        "query `rsync` (warm, median of 9): {:.1} ms; {tool} over the same files (median of 5): {:.1} ms; rg/chainlog {:.2}×",
         query.as_secs_f64() * 1e3,
         base.as_secs_f64() * 1e3,
         base.as_secs_f64() / query.as_secs_f64()
