@@ -33,11 +33,15 @@ pub fn load_rows(
     progress_t: &impl ReadableTable<(u32, [u8; 16]), &'static [u8]>,
     f: u32,
 ) -> Fault<Rows> {
+    let stored = super::guard::read("rows", || {
+        rows_t
+            .range((f, 0)..=(f, u32::MAX))?
+            .map(|item| item.map(|(k, v)| (k.value().1, v.value().to_vec())))
+            .collect::<Result<Vec<_>, redb::StorageError>>()
+    })?;
     let mut rows = Vec::new();
-    for item in rows_t.range((f, 0)..=(f, u32::MAX))? {
-        let (k, v) = item?;
-        let seq = k.value().1;
-        let row = decode::<MessageRow>(v.value())
+    for (seq, v) in stored {
+        let row = decode::<MessageRow>(&v)
             .ok_or_else(|| IndexFault::damaged("rows", format!("row {seq} does not decode")))?;
         if seq as usize != rows.len() {
             return Err(IndexFault::damaged(
@@ -48,11 +52,16 @@ pub fn load_rows(
         rows.push(row);
     }
     let mut progress = HashMap::new();
-    for item in progress_t.range((f, ZERO)..=(f, MAX))? {
-        let (k, v) = item?;
-        let parent = read_opt_id(v.value())
+    let stored = super::guard::read("progress", || {
+        progress_t
+            .range((f, ZERO)..=(f, MAX))?
+            .map(|item| item.map(|(k, v)| (k.value().1, v.value().to_vec())))
+            .collect::<Result<Vec<_>, redb::StorageError>>()
+    })?;
+    for (id, v) in stored {
+        let parent = read_opt_id(&v)
             .map_err(|()| IndexFault::damaged("progress", "parent of wrong length"))?;
-        progress.insert(Id(k.value().1), parent);
+        progress.insert(Id(id), parent);
     }
     Ok((rows, progress))
 }

@@ -25,6 +25,7 @@ use super::schema::{
     BAD_LINES, CHILDREN, CHUNK_SIZE, CHUNKS, FILES, FORWARD, FileState, MSG_IDS, NAMES, PROGRESS,
     ROWS, UUIDS,
 };
+use super::state::IndexFault;
 use crate::chain::{BadLine, MessageRow};
 use crate::error::{Error, Result};
 use crate::transcript::envelope::{Entry, Flags, Kind, parse_framed};
@@ -191,8 +192,11 @@ pub fn drop_file_rows(txn: &WriteTransaction, f: u32) -> Result<(), redb::Error>
 pub fn file_state(
     table: &impl ReadableTable<&'static str, &'static [u8]>,
     path: &str,
-) -> Result<Option<FileState>, redb::Error> {
-    Ok(table.get(path)?.and_then(|v| decode(v.value())))
+) -> Result<Option<FileState>, IndexFault> {
+    let v = super::guard::read("files", || {
+        Ok::<_, redb::StorageError>(table.get(path)?.map(|v| v.value().to_vec()))
+    })?;
+    Ok(v.and_then(|v| decode(&v)))
 }
 
 /// Catches `path` up inside `txn`. Returns what was done and the new state.
@@ -210,7 +214,7 @@ pub fn catch_up(
             .metadata()
             .map_err(|e| IngestError::Io(Error::io(path, e)))?,
     );
-    let old = file_state(&txn.open_table(FILES)?, key)?;
+    let old = file_state(&txn.open_table(FILES)?, key).map_err(super::derive::ingest_error)?;
     // The file changed (or its last check was racy) but did not grow past what was seen: an
     // in-place edit can be anywhere, so every chunk is checked, not only the last one.
     let edited_in_place = |st: &FileState| {

@@ -46,7 +46,7 @@ impl IndexedFile {
     /// Indexes what was appended since the last catch-up; returns the indexed length.
     pub fn catch_up(&mut self) -> Result<u64> {
         self.uuids = None;
-        let (_, st) = Store::catch_up_in(&self.db, &self.path)?;
+        let (_, st) = Store::catch_up_in(&mut self.db, &self.path)?;
         let txn = self.db.db().begin_read().map_err(|e| self.db.err(e))?;
         self.uuids = Some(txn.open_table(UUIDS).map_err(|e| self.db.err(e))?);
         let len = st.indexed_len;

@@ -12,6 +12,7 @@ use std::collections::HashMap;
 
 use redb::{ReadOnlyTable, ReadTransaction};
 
+use super::guard::read;
 use super::schema::{
     CHILDREN, DERIVED, FileState, LEAF_TIMES, MSG_IDS, NAMES, REPARENTED, ROWS, UUIDS,
 };
@@ -41,18 +42,18 @@ pub struct IndexGraph {
 
 impl IndexGraph {
     /// Opens the tables of `st.file` in `txn`.
-    pub fn new(txn: &ReadTransaction, st: FileState) -> Result<IndexGraph, redb::Error> {
+    pub fn new(txn: &ReadTransaction, st: FileState) -> Result<IndexGraph, IndexFault> {
         Ok(IndexGraph {
             dec: Decoder::new(
                 st,
-                txn.open_table(ROWS)?,
-                txn.open_table(UUIDS)?,
-                txn.open_table(DERIVED)?,
-                txn.open_table(CHILDREN)?,
-                txn.open_table(REPARENTED)?,
+                read("rows", || txn.open_table(ROWS))?,
+                read("uuids", || txn.open_table(UUIDS))?,
+                read("derived", || txn.open_table(DERIVED))?,
+                read("children", || txn.open_table(CHILDREN))?,
+                read("reparented", || txn.open_table(REPARENTED))?,
             ),
-            msg_ids: txn.open_table(MSG_IDS)?,
-            leaf_times: txn.open_table(LEAF_TIMES)?,
+            msg_ids: read("msg_ids", || txn.open_table(MSG_IDS))?,
+            leaf_times: read("leaf_times", || txn.open_table(LEAF_TIMES))?,
             cache: RefCell::new(HashMap::new()),
         })
     }
@@ -73,12 +74,16 @@ impl IndexGraph {
     }
 
     /// Texts of non-UUID ids of this file.
-    pub fn names(txn: &ReadTransaction, f: u32) -> Result<IdNames, redb::Error> {
-        let t = txn.open_table(NAMES)?;
+    pub fn names(txn: &ReadTransaction, f: u32) -> Result<IdNames, IndexFault> {
+        let t = read("names", || txn.open_table(NAMES))?;
+        let texts = read("names", || {
+            t.range((f, ZERO)..=(f, MAX))?
+                .map(|item| item.map(|(_, v)| v.value().to_owned()))
+                .collect::<Result<Vec<String>, redb::StorageError>>()
+        })?;
         let mut names = IdNames::default();
-        for item in t.range((f, ZERO)..=(f, MAX))? {
-            let (_, v) = item?;
-            names.intern(v.value());
+        for text in &texts {
+            names.intern(text);
         }
         Ok(names)
     }
@@ -123,8 +128,14 @@ impl Graph for IndexGraph {
     fn group(&self, mid: u64) -> Result<Vec<usize>, IndexFault> {
         let f = self.st().file;
         let mut out = Vec::new();
-        for item in self.msg_ids.range((f, mid, 0)..=(f, mid, u32::MAX))? {
-            let i = item?.0.value().2 as usize;
+        let seqs = read("msg_ids", || {
+            self.msg_ids
+                .range((f, mid, 0)..=(f, mid, u32::MAX))?
+                .map(|item| item.map(|(k, _)| k.value().2))
+                .collect::<Result<Vec<u32>, redb::StorageError>>()
+        })?;
+        for i in seqs {
+            let i = i as usize;
             let h = self.row(i)?.head;
             if h.kind == Kind::Assistant && self.get(h.uuid)? == Some(i) {
                 out.push(i);

@@ -22,6 +22,7 @@
 use redb::{ReadableTable, Table, WriteTransaction};
 
 use super::codec::{decode, opt_id, read_opt_id};
+use super::guard::read;
 use super::schema::{
     DERIVED, FileState, ID_FIRST as ZERO, ID_LAST as MAX, LEAF_TIMES, REPARENTED, derived,
     sortable_ts,
@@ -253,18 +254,32 @@ where
 
     /// The stored row at map position `seq`.
     pub fn row(&self, seq: u32) -> Fault<MessageRow> {
-        let v = self.rows.get((self.f(), seq))?;
-        v.and_then(|v| decode(v.value()))
+        let v = read("rows", || {
+            Ok::<_, redb::StorageError>(self.rows.get((self.f(), seq))?.map(|v| v.value().to_vec()))
+        })?;
+        v.and_then(|v| decode(&v))
             .ok_or_else(|| IndexFault::damaged("rows", format!("row {seq} missing or undecodable")))
     }
 
+    fn get_derived(&self, kind: u8, id: Id) -> Fault<Option<Vec<u8>>> {
+        read("derived", || {
+            Ok::<_, redb::StorageError>(
+                self.derived
+                    .get((self.f(), kind, id.0))?
+                    .map(|v| v.value().to_vec()),
+            )
+        })
+    }
+
     fn has(&self, kind: u8, id: Id) -> Fault<bool> {
-        Ok(self.derived.get((self.f(), kind, id.0))?.is_some())
+        Ok(self.get_derived(kind, id)?.is_some())
     }
 
     /// The map position of a message, live or not.
     pub fn seq_of(&self, id: Id) -> Fault<Option<u32>> {
-        Ok(self.uuids.get((self.f(), id.0))?.map(|v| v.value()))
+        read("uuids", || {
+            Ok::<_, redb::StorageError>(self.uuids.get((self.f(), id.0))?.map(|v| v.value()))
+        })
     }
 
     /// The map position of a live message (SPEC A5 steps 5 and 6 applied).
@@ -282,11 +297,8 @@ where
 
     /// The effective parent of a row.
     pub fn parent_of(&self, row: &MessageRow) -> Fault<Option<Id>> {
-        match self
-            .derived
-            .get((self.f(), derived::PARENT, row.head.uuid.0))?
-        {
-            Some(v) => read_opt_id(v.value())
+        match self.get_derived(derived::PARENT, row.head.uuid)? {
+            Some(v) => read_opt_id(&v)
                 .map_err(|()| IndexFault::damaged("derived", "effective parent of wrong length")),
             None => Ok(row.head.parent),
         }
@@ -300,13 +312,18 @@ where
     /// Live children by effective parent, in map order.
     pub fn children_of(&self, id: Id) -> Fault<Vec<(u32, MessageRow)>> {
         let f = self.f();
-        let mut seqs: Vec<u32> = Vec::new();
-        for item in self.children.range((f, id.0, 0)..=(f, id.0, u32::MAX))? {
-            seqs.push(item?.0.value().2);
-        }
-        for item in self.reparented.range((f, id.0, 0)..=(f, id.0, u32::MAX))? {
-            seqs.push(item?.0.value().2);
-        }
+        let mut seqs: Vec<u32> = read("children", || {
+            self.children
+                .range((f, id.0, 0)..=(f, id.0, u32::MAX))?
+                .map(|item| item.map(|(k, _)| k.value().2))
+                .collect::<Result<Vec<u32>, redb::StorageError>>()
+        })?;
+        seqs.extend(read("reparented", || {
+            self.reparented
+                .range((f, id.0, 0)..=(f, id.0, u32::MAX))?
+                .map(|item| item.map(|(k, _)| k.value().2))
+                .collect::<Result<Vec<u32>, redb::StorageError>>()
+        })?);
         seqs.sort_unstable();
         seqs.dedup();
         let mut out = Vec::new();
@@ -323,14 +340,16 @@ where
     pub fn leaves(&self) -> Fault<Vec<(u32, Id)>> {
         let f = self.f();
         let mut out = Vec::new();
-        for item in self
-            .derived
-            .range((f, derived::LEAF, ZERO)..=(f, derived::LEAF, MAX))?
-        {
-            let (k, v) = item?;
-            let b = <[u8; 4]>::try_from(v.value())
+        let leaves = read("derived", || {
+            self.derived
+                .range((f, derived::LEAF, ZERO)..=(f, derived::LEAF, MAX))?
+                .map(|item| item.map(|(k, v)| (k.value().2, v.value().to_vec())))
+                .collect::<Result<Vec<_>, redb::StorageError>>()
+        })?;
+        for (id, v) in leaves {
+            let b = <[u8; 4]>::try_from(v.as_slice())
                 .map_err(|_| IndexFault::damaged("derived", "leaf value of wrong length"))?;
-            out.push((u32::from_le_bytes(b), Id(k.value().2)));
+            out.push((u32::from_le_bytes(b), Id(id)));
         }
         out.sort_unstable();
         Ok(out)
@@ -345,14 +364,16 @@ pub fn newest_leaf(
     sidechain_ok: bool,
 ) -> Fault<Option<u32>> {
     let last = |side: u8| -> Fault<Option<(u64, u32)>> {
-        let mut r = leaf_times.range((f, side, 0, 0)..=(f, side, u64::MAX, u32::MAX))?;
-        match r.next_back() {
-            Some(item) => {
-                let (_, _, ts, seq) = item?.0.value();
-                Ok(Some((ts, seq)))
+        read("leaf_times", || {
+            let mut r = leaf_times.range((f, side, 0, 0)..=(f, side, u64::MAX, u32::MAX))?;
+            match r.next_back() {
+                Some(item) => {
+                    let (_, _, ts, seq) = item?.0.value();
+                    Ok::<_, redb::StorageError>(Some((ts, seq)))
+                }
+                None => Ok(None),
             }
-            None => Ok(None),
-        }
+        })
     };
     let main = last(0)?;
     let best = if sidechain_ok {
