@@ -13,7 +13,7 @@ use std::collections::HashMap;
 
 use redb::{ReadableTable, WriteTransaction};
 
-use super::codec::{decode, read_opt_id};
+use super::codec::{decode, id_key, key_of, read_opt_id, untag};
 use super::schema::{FileState, ID_FIRST as ZERO, ID_LAST as MAX, PROGRESS, ROWS};
 use super::state::{Encoder, Fault, IndexFault};
 use crate::chain::{MessageRow, Projection, Tree};
@@ -41,7 +41,7 @@ pub fn load_rows(
     })?;
     let mut rows = Vec::new();
     for (seq, v) in stored {
-        let row = decode::<MessageRow>(&v)
+        let row = decode::<MessageRow>(&key_of(f, seq.into()), &v)
             .ok_or_else(|| IndexFault::damaged("rows", format!("row {seq} does not decode")))?;
         if seq as usize != rows.len() {
             return Err(IndexFault::damaged(
@@ -59,8 +59,10 @@ pub fn load_rows(
             .collect::<Result<Vec<_>, redb::StorageError>>()
     })?;
     for (id, v) in stored {
-        let parent = read_opt_id(&v)
-            .map_err(|()| IndexFault::damaged("progress", "parent of wrong length"))?;
+        let parent = untag(&id_key(f, 0, id), &v)
+            .ok_or(())
+            .and_then(read_opt_id)
+            .map_err(|()| IndexFault::damaged("progress", "parent fails its checksum"))?;
         progress.insert(Id(id), parent);
     }
     Ok((rows, progress))

@@ -20,7 +20,7 @@ use std::path::Path;
 
 use redb::{ReadableTable, WriteTransaction};
 
-use super::codec::{decode, encode, opt_id};
+use super::codec::{decode, encode, id_key, key_of, opt_id, tag};
 use super::schema::{
     BAD_LINES, CHILDREN, CHUNK_SIZE, CHUNKS, FILES, FORWARD, FileState, MSG_IDS, NAMES, PROGRESS,
     ROWS, UUIDS,
@@ -196,7 +196,7 @@ pub fn file_state(
     let v = super::guard::read("files", || {
         Ok::<_, redb::StorageError>(table.get(path)?.map(|v| v.value().to_vec()))
     })?;
-    Ok(v.and_then(|v| decode(&v)))
+    Ok(v.and_then(|v| decode(path.as_bytes(), &v)))
 }
 
 /// Catches `path` up inside `txn`. Returns what was done and the new state.
@@ -292,7 +292,8 @@ pub fn catch_up(
             }
         }
     }
-    txn.open_table(FILES)?.insert(key, encode(&st).as_slice())?;
+    txn.open_table(FILES)?
+        .insert(key, encode(key.as_bytes(), &st).as_slice())?;
     Ok((report, st))
 }
 
@@ -472,7 +473,10 @@ impl Tables<'_> {
         match entry {
             Err(problem) => {
                 self.bad
-                    .insert((f, pos.line), encode(&BadLine { pos, problem }).as_slice())?;
+                    .insert(
+                        (f, pos.line),
+                        encode(&key_of(f, pos.line), &BadLine { pos, problem }).as_slice(),
+                    )?;
             }
             Ok(Entry::Meta(meta)) => {
                 // A checkpoint may name a message not written yet (Claude Code 2.1.328 writes
@@ -485,8 +489,8 @@ impl Tables<'_> {
             Ok(Entry::Message(head)) if head.kind == Kind::Progress => {
                 batch.structural = true;
                 self.arrived(batch, head.uuid)?;
-                self.progress
-                    .insert((f, head.uuid.0), opt_id(head.parent).as_slice())?;
+                let value = tag(&id_key(f, 0, head.uuid.0), opt_id(head.parent));
+                self.progress.insert((f, head.uuid.0), value.as_slice())?;
             }
             Ok(Entry::Message(head)) => {
                 if head.flags.has(Flags::COMPACT_BOUNDARY) {
@@ -505,7 +509,7 @@ impl Tables<'_> {
                     let old = self
                         .rows
                         .get((f, seq))?
-                        .and_then(|v| decode::<MessageRow>(v.value()));
+                        .and_then(|v| decode::<MessageRow>(&key_of(f, seq.into()), v.value()));
                     if let Some(old) = old {
                         if let Some(p) = old.head.parent
                             && !self.pending_children.remove(&(p.0, seq))
@@ -546,7 +550,10 @@ impl Tables<'_> {
                     self.flush()?;
                 }
                 self.rows
-                    .insert((f, seq), encode(&MessageRow { head, pos }).as_slice())?;
+                    .insert(
+                        (f, seq),
+                        encode(&key_of(f, seq.into()), &MessageRow { head, pos }).as_slice(),
+                    )?;
             }
         }
         Ok(())
@@ -619,7 +626,8 @@ fn ingest_from(
                         .bad
                         .insert(
                             (tables.f, pos.line),
-                            encode(&BadLine { pos, problem }).as_slice(),
+                            encode(&key_of(tables.f, pos.line), &BadLine { pos, problem })
+                                .as_slice(),
                         )
                         .map(|_| ())
                         .map_err(redb::Error::from)

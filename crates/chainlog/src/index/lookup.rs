@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use redb::{ReadOnlyTable, ReadableDatabase};
 
-use super::codec::decode;
+use super::codec::{decode, key_of};
 use super::open::IndexDb;
 use super::schema::{FileState, ROWS, UUIDS};
 use super::{Store, query};
@@ -74,10 +74,12 @@ impl IndexedFile {
         };
         let txn = self.db.db().begin_read().map_err(|e| self.db.err(e))?;
         let rows = txn.open_table(ROWS).map_err(|e| self.db.err(e))?;
+        let seq = seq.value();
         let row = rows
-            .get((st.file, seq.value()))
+            .get((st.file, seq))
             .map_err(|e| self.db.err(e))?
-            .and_then(|v| decode::<MessageRow>(v.value()));
+            .and_then(|v| decode::<MessageRow>(&key_of(st.file, seq.into()), v.value()))
+            .filter(|r| r.head.uuid == id);
         Ok(row.map(|r| r.pos))
     }
 

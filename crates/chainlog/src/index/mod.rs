@@ -441,7 +441,7 @@ fn bad_lines(txn: &redb::ReadTransaction, f: u32) -> Result<Vec<BadLine>, IndexF
     stored
         .into_iter()
         .map(|(line, v)| {
-            codec::decode(&v).ok_or_else(|| {
+            codec::decode(&codec::key_of(f, line), &v).ok_or_else(|| {
                 IndexFault::damaged("bad_lines", format!("line {line} does not decode"))
             })
         })

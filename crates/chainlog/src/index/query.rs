@@ -13,8 +13,10 @@ use std::collections::HashMap;
 use redb::{ReadOnlyTable, ReadTransaction};
 
 use super::guard::read;
+use super::schema::sortable_ts;
 use super::schema::{
-    CHILDREN, DERIVED, FileState, LEAF_TIMES, MSG_IDS, NAMES, REPARENTED, ROWS, UUIDS,
+    CHILDREN, DERIVED, FORWARD, FileState, LEAF_TIMES, MSG_IDS, NAMES, PROGRESS, REPARENTED, ROWS,
+    UUIDS,
 };
 use super::state::{self, Decoder, IndexFault};
 use crate::chain::{Graph, MessageRow};
@@ -37,6 +39,8 @@ pub struct IndexGraph {
     dec: ReadDecoder,
     msg_ids: ReadOnlyTable<(u32, u64, u32), ()>,
     leaf_times: ReadOnlyTable<(u32, u8, u64, u32), ()>,
+    progress: ReadOnlyTable<(u32, [u8; 16]), &'static [u8]>,
+    forward: ReadOnlyTable<(u32, [u8; 16]), ()>,
     cache: RefCell<HashMap<usize, MessageRow>>,
 }
 
@@ -54,6 +58,8 @@ impl IndexGraph {
             ),
             msg_ids: read("msg_ids", || txn.open_table(MSG_IDS))?,
             leaf_times: read("leaf_times", || txn.open_table(LEAF_TIMES))?,
+            progress: read("progress", || txn.open_table(PROGRESS))?,
+            forward: read("forward", || txn.open_table(FORWARD))?,
             cache: RefCell::new(HashMap::new()),
         })
     }
@@ -78,14 +84,43 @@ impl IndexGraph {
         let t = read("names", || txn.open_table(NAMES))?;
         let texts = read("names", || {
             t.range((f, ZERO)..=(f, MAX))?
-                .map(|item| item.map(|(_, v)| v.value().to_owned()))
-                .collect::<Result<Vec<String>, redb::StorageError>>()
+                .map(|item| item.map(|(k, v)| (k.value().1, v.value().to_owned())))
+                .collect::<Result<Vec<_>, redb::StorageError>>()
         })?;
         let mut names = IdNames::default();
-        for text in &texts {
-            names.intern(text);
+        for (key, text) in &texts {
+            // The key is the hash of the text: a text that does not hash to it is damaged.
+            if names.intern(text).0 != *key {
+                return Err(IndexFault::damaged("names", "a name does not match its key"));
+            }
         }
         Ok(names)
+    }
+}
+
+impl IndexGraph {
+    /// Checks the ingest invariant for the on-disk parent `p` of row `i`: every id a line names
+    /// as its parent is a message (`uuids`), a progress entry (`progress`), or was never seen
+    /// (`forward`). A parent in none of them is a `uuids` key the damage changed: without this
+    /// check, the lookup would miss and the walk would stop at a chain break that is not there.
+    fn check_named(&self, i: usize, p: Id) -> Result<(), IndexFault> {
+        let f = self.st().file;
+        if self.dec.seq_of(p)?.is_some() {
+            return Ok(());
+        }
+        let progress = read("progress", || {
+            Ok::<_, redb::StorageError>(self.progress.get((f, p.0))?.is_some())
+        })?;
+        let forward = read("forward", || {
+            Ok::<_, redb::StorageError>(self.forward.get((f, p.0))?.is_some())
+        })?;
+        if progress || forward {
+            return Ok(());
+        }
+        Err(IndexFault::damaged(
+            "uuids",
+            format!("the parent of row {i} is neither indexed nor recorded as missing"),
+        ))
     }
 }
 
@@ -93,7 +128,17 @@ impl Graph for IndexGraph {
     type Error = IndexFault;
 
     fn get(&self, id: Id) -> Result<Option<usize>, IndexFault> {
-        Ok(self.dec.live(id)?.map(|s| s as usize))
+        let Some(i) = self.dec.live(id)?.map(|s| s as usize) else {
+            return Ok(None);
+        };
+        // The position is a bare number in `uuids`: the row it names must be the message.
+        if self.row(i)?.head.uuid != id {
+            return Err(IndexFault::damaged(
+                "uuids",
+                format!("row {i} is not the message its uuid entry names"),
+            ));
+        }
+        Ok(Some(i))
     }
 
     fn head(&self, i: usize) -> Result<Cow<'_, MessageHead>, IndexFault> {
@@ -105,7 +150,14 @@ impl Graph for IndexGraph {
     }
 
     fn parent_of(&self, i: usize) -> Result<Option<Id>, IndexFault> {
-        self.dec.parent_of(&self.row(i)?)
+        let row = self.row(i)?;
+        let parent = self.dec.parent_of(&row)?;
+        if let Some(p) = parent
+            && parent == row.head.parent
+        {
+            self.check_named(i, p)?;
+        }
+        Ok(parent)
     }
 
     fn live_count(&self) -> usize {
@@ -137,6 +189,12 @@ impl Graph for IndexGraph {
         for i in seqs {
             let i = i as usize;
             let h = self.row(i)?.head;
+            if h.message_id != Some(mid) {
+                return Err(IndexFault::damaged(
+                    "msg_ids",
+                    format!("row {i} is not in the response its entry says"),
+                ));
+            }
             if h.kind == Kind::Assistant && self.get(h.uuid)? == Some(i) {
                 out.push(i);
             }
@@ -169,7 +227,21 @@ impl Graph for IndexGraph {
     }
 
     fn newest_leaf(&self, sidechain_ok: bool) -> Result<Option<usize>, IndexFault> {
-        Ok(state::newest_leaf(&self.leaf_times, self.st().file, sidechain_ok)?.map(|s| s as usize))
+        let Some((ts, seq)) = state::newest_leaf(&self.leaf_times, self.st().file, sidechain_ok)?
+        else {
+            return Ok(None);
+        };
+        // The key is all `leaf_times` holds: the row it names must be a turn leaf with that
+        // timestamp.
+        let h = self.row(seq as usize)?.head;
+        let leaf = self.dec.leaves()?.iter().any(|&(s, id)| s == seq && id == h.uuid);
+        if !leaf || !h.kind.is_turn() || sortable_ts(h.timestamp) != ts {
+            return Err(IndexFault::damaged(
+                "leaf_times",
+                format!("row {seq} is not the leaf its entry says"),
+            ));
+        }
+        Ok(Some(seq as usize))
     }
 
     fn leaf_ids(&self) -> Result<Vec<Id>, IndexFault> {

@@ -1,7 +1,8 @@
 //! The index schema: one redb database per project directory.
 //!
 //! Every table is keyed by a `file` id first (a project holds many transcripts); a file's
-//! rows can be dropped with one range delete. Values are rmp-serde blobs or fixed bytes.
+//! rows can be dropped with one range delete. Values are rmp-serde blobs or fixed bytes; blobs,
+//! `derived` and `progress` values carry a checksum over the value and its key (`codec`).
 //!
 //! | table | key | value | what |
 //! |---|---|---|---|
@@ -34,7 +35,10 @@ use redb::TableDefinition;
 ///   the file was last checked (racy-mtime rule).
 /// - 5: no `meta_entries` table (metadata lines were stored but never read: resume needs only
 ///   [`FileState::checkpoint`], titles come from `facts`).
-pub const INDEX_SCHEMA_VERSION: u32 = 5;
+/// - 6: checksums cover the key a value is stored under (`codec`): `rows`, `files`,
+///   `bad_lines`, `facts` values, and `derived` and `progress` values (raw bytes plus a
+///   checksum, [`crate::index::codec::tag`]).
+pub const INDEX_SCHEMA_VERSION: u32 = 6;
 
 /// The lowest and highest 16-byte ids, for range scans over one file's rows.
 pub const ID_FIRST: [u8; 16] = [0; 16];

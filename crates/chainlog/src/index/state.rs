@@ -21,7 +21,7 @@
 
 use redb::{ReadableTable, Table, WriteTransaction};
 
-use super::codec::{decode, opt_id, read_opt_id};
+use super::codec::{decode, id_key, key_of, opt_id, read_opt_id, tag, untag};
 use super::guard::read;
 use super::schema::{
     DERIVED, FileState, ID_FIRST as ZERO, ID_LAST as MAX, LEAF_TIMES, REPARENTED, derived,
@@ -146,28 +146,22 @@ impl<'t> Encoder<'t> {
         let f = self.f;
         self.clear()?;
         for (i, parent) in tree.relinked() {
-            self.derived.insert(
-                (f, derived::PARENT, rows[i].head.uuid.0),
-                opt_id(parent).as_slice(),
-            )?;
+            self.put(derived::PARENT, rows[i].head.uuid, opt_id(parent))?;
             if let Some(p) = parent {
                 self.reparented.insert((f, p.0, seq(i)), ())?;
             }
         }
-        for id in &tree.snipped {
-            self.derived
-                .insert((f, derived::DEAD, id.0), [].as_slice())?;
+        for &id in &tree.snipped {
+            self.put(derived::DEAD, id, Vec::new())?;
         }
-        for id in &tree.preserved {
-            self.derived
-                .insert((f, derived::PRESERVED, id.0), [].as_slice())?;
+        for &id in &tree.preserved {
+            self.put(derived::PRESERVED, id, Vec::new())?;
         }
         for &i in &tree.leaves {
             self.set_leaf(seq(i), &rows[i].head, true)?;
         }
-        for id in &tree.zeroed_usage {
-            self.derived
-                .insert((f, derived::ZEROED, id.0), [].as_slice())?;
+        for &id in &tree.zeroed_usage {
+            self.put(derived::ZEROED, id, Vec::new())?;
         }
         st.segment_anchor = tree.live_segment.map(|s| s.anchor);
         st.drop_before = tree.drop_before.map(seq);
@@ -179,14 +173,21 @@ impl<'t> Encoder<'t> {
         Ok(())
     }
 
+    /// Stores a derived fact of `id`, checksummed with its key ([`tag`]).
+    fn put(&mut self, kind: u8, id: Id, payload: Vec<u8>) -> Result<(), redb::Error> {
+        let value = tag(&id_key(self.f, kind, id.0), payload);
+        self.derived
+            .insert((self.f, kind, id.0), value.as_slice())?;
+        Ok(())
+    }
+
     /// Sets or clears the leaf status of row `seq`.
     pub fn set_leaf(&mut self, seq: u32, h: &MessageHead, leaf: bool) -> Result<(), redb::Error> {
         let f = self.f;
         let side = u8::from(h.flags.has(Flags::SIDECHAIN));
         let time_key = (f, side, sortable_ts(h.timestamp), seq);
         if leaf {
-            self.derived
-                .insert((f, derived::LEAF, h.uuid.0), seq.to_le_bytes().as_slice())?;
+            self.put(derived::LEAF, h.uuid, seq.to_le_bytes().to_vec())?;
             if h.kind.is_turn() {
                 self.leaf_times.insert(time_key, ())?;
             }
@@ -257,18 +258,25 @@ where
         let v = read("rows", || {
             Ok::<_, redb::StorageError>(self.rows.get((self.f(), seq))?.map(|v| v.value().to_vec()))
         })?;
-        v.and_then(|v| decode(&v))
+        v.and_then(|v| decode(&key_of(self.f(), seq.into()), &v))
             .ok_or_else(|| IndexFault::damaged("rows", format!("row {seq} missing or undecodable")))
     }
 
+    /// The payload of a derived fact of `id`, its checksum checked against its key.
     fn get_derived(&self, kind: u8, id: Id) -> Fault<Option<Vec<u8>>> {
-        read("derived", || {
+        let v = read("derived", || {
             Ok::<_, redb::StorageError>(
                 self.derived
                     .get((self.f(), kind, id.0))?
                     .map(|v| v.value().to_vec()),
             )
+        })?;
+        v.map(|v| {
+            untag(&id_key(self.f(), kind, id.0), &v)
+                .map(<[u8]>::to_vec)
+                .ok_or_else(|| IndexFault::damaged("derived", format!("fact {kind} fails its checksum")))
         })
+        .transpose()
     }
 
     fn has(&self, kind: u8, id: Id) -> Fault<bool> {
@@ -347,7 +355,9 @@ where
                 .collect::<Result<Vec<_>, redb::StorageError>>()
         })?;
         for (id, v) in leaves {
-            let b = <[u8; 4]>::try_from(v.as_slice())
+            let payload = untag(&id_key(f, derived::LEAF, id), &v)
+                .ok_or_else(|| IndexFault::damaged("derived", "leaf fails its checksum"))?;
+            let b = <[u8; 4]>::try_from(payload)
                 .map_err(|_| IndexFault::damaged("derived", "leaf value of wrong length"))?;
             out.push((u32::from_le_bytes(b), Id(id)));
         }
@@ -357,12 +367,12 @@ where
 }
 
 /// The newest turn leaf of file `f` by `(timestamp, seq)`, sidechain ones included only when
-/// `sidechain_ok` (the last key of `leaf_times`).
+/// `sidechain_ok` (the last key of `leaf_times`): `(sortable timestamp, seq)`.
 pub fn newest_leaf(
     leaf_times: &impl ReadableTable<(u32, u8, u64, u32), ()>,
     f: u32,
     sidechain_ok: bool,
-) -> Fault<Option<u32>> {
+) -> Fault<Option<(u64, u32)>> {
     let last = |side: u8| -> Fault<Option<(u64, u32)>> {
         read("leaf_times", || {
             let mut r = leaf_times.range((f, side, 0, 0)..=(f, side, u64::MAX, u32::MAX))?;
@@ -381,5 +391,5 @@ pub fn newest_leaf(
     } else {
         main
     };
-    Ok(best.map(|(_, seq)| seq))
+    Ok(best)
 }
