@@ -472,6 +472,7 @@ impl Tables<'_> {
         let f = self.f;
         match entry {
             Err(problem) => {
+                st.bad_lines += 1;
                 self.bad
                     .insert(
                         (f, pos.line),
@@ -621,6 +622,9 @@ fn ingest_from(
                 continue;
             }
             for (pos, entry, note) in chunk {
+                if note.is_some() {
+                    st.bad_lines += 1;
+                }
                 let noted = note.map_or(Ok(()), |problem| {
                     tables
                         .bad
@@ -650,7 +654,9 @@ fn ingest_from(
     tables.flush()?;
     let mut names_t = txn.open_table(NAMES)?;
     for (id, text) in names.iter() {
-        names_t.insert((tables.f, id.0), text)?;
+        if names_t.insert((tables.f, id.0), text)?.is_none() {
+            st.names += 1;
+        }
     }
     Ok((summary, hashed))
 }

@@ -250,6 +250,12 @@ impl Store {
     fn rebuild_unguarded(&self, transcript: &Path) -> Result<CatchUp> {
         let mut db = IndexDb::open(&self.db_path(transcript))?;
         let key = Self::key(transcript);
+        if let Err(e) = Self::state(&db, &key) {
+            if !e.is_damage() {
+                return Err(db.err(e));
+            }
+            db.start_over()?;
+        }
         let txn = db.begin_write().map_err(|e| db.err(e))?;
         {
             let mut files = txn.open_table(FILES).map_err(|e| db.err(e))?;
@@ -393,9 +399,10 @@ fn query(
     let f = st.file;
     let torn_tail = st.torn_tail;
     let cursor = st.indexed_len;
-    let opened = IndexGraph::names(&txn, f)
+    let bad_count = st.bad_lines;
+    let opened = IndexGraph::names(&txn, &st)
         .and_then(|names| Ok((names, IndexGraph::new(&txn, st)?)))
-        .and_then(|(names, graph)| Ok((names, graph, bad_lines(&txn, f)?)));
+        .and_then(|(names, graph)| Ok((names, graph, bad_lines(&txn, f, bad_count)?)));
     let (names, graph, bad_lines) = match opened {
         Ok(v) => v,
         Err(e) if e.is_damage() => return Ok(None),
@@ -431,13 +438,23 @@ fn query(
 }
 
 /// The skipped lines of file `f`; one that does not decode is damage (never left out).
-fn bad_lines(txn: &redb::ReadTransaction, f: u32) -> Result<Vec<BadLine>, IndexFault> {
+fn bad_lines(
+    txn: &redb::ReadTransaction,
+    f: u32,
+    count: u64,
+) -> Result<Vec<BadLine>, IndexFault> {
     let t = guard::read("bad_lines", || txn.open_table(BAD_LINES))?;
     let stored = guard::read("bad_lines", || {
         t.range((f, 0)..=(f, u64::MAX))?
             .map(|item| item.map(|(k, v)| (k.value().1, v.value().to_vec())))
             .collect::<Result<Vec<_>, redb::StorageError>>()
     })?;
+    if stored.len() as u64 != count {
+        return Err(IndexFault::damaged(
+            "bad_lines",
+            "fewer or more skipped lines than stored",
+        ));
+    }
     stored
         .into_iter()
         .map(|(line, v)| {

@@ -80,13 +80,17 @@ impl IndexGraph {
     }
 
     /// Texts of non-UUID ids of this file.
-    pub fn names(txn: &ReadTransaction, f: u32) -> Result<IdNames, IndexFault> {
+    pub fn names(txn: &ReadTransaction, st: &FileState) -> Result<IdNames, IndexFault> {
+        let f = st.file;
         let t = read("names", || txn.open_table(NAMES))?;
         let texts = read("names", || {
             t.range((f, ZERO)..=(f, MAX))?
                 .map(|item| item.map(|(k, v)| (k.value().1, v.value().to_owned())))
                 .collect::<Result<Vec<_>, redb::StorageError>>()
         })?;
+        if texts.len() as u64 != st.names {
+            return Err(IndexFault::damaged("names", "fewer or more names than stored"));
+        }
         let mut names = IdNames::default();
         for (key, text) in &texts {
             // The key is the hash of the text: a text that does not hash to it is damaged.
@@ -99,10 +103,13 @@ impl IndexGraph {
 }
 
 impl IndexGraph {
-    /// Checks the ingest invariant for the on-disk parent `p` of row `i`: every id a line names
-    /// as its parent is a message (`uuids`), a progress entry (`progress`), or was never seen
-    /// (`forward`). A parent in none of them is a `uuids` key the damage changed: without this
-    /// check, the lookup would miss and the walk would stop at a chain break that is not there.
+    /// Checks the ingest invariant for the on-disk parent `p` of row `i`, when it is also the
+    /// effective parent: every id a line names as its parent is a message (`uuids`), a progress
+    /// entry (`progress`), or was never seen (`forward`). A parent in none of them is a `uuids`
+    /// key the damage changed: without this check, the lookup would miss and the walk would
+    /// bridge or stop at a chain break that is not there. A progress parent of a live row is
+    /// always re-pointed (SPEC A5 step 3): one that was not is a `derived` key the damage
+    /// changed.
     fn check_named(&self, i: usize, p: Id) -> Result<(), IndexFault> {
         let f = self.st().file;
         if self.dec.seq_of(p)?.is_some() {
@@ -114,7 +121,17 @@ impl IndexGraph {
         let forward = read("forward", || {
             Ok::<_, redb::StorageError>(self.forward.get((f, p.0))?.is_some())
         })?;
-        if progress || forward {
+        if progress {
+            let uuid = self.row(i)?.head.uuid;
+            if self.dec.live(uuid)?.is_some_and(|s| s as usize == i) {
+                return Err(IndexFault::damaged(
+                    "derived",
+                    format!("the progress parent of row {i} is not re-pointed"),
+                ));
+            }
+            return Ok(());
+        }
+        if forward {
             return Ok(());
         }
         Err(IndexFault::damaged(

@@ -37,7 +37,8 @@ use redb::TableDefinition;
 ///   [`FileState::checkpoint`], titles come from `facts`).
 /// - 6: checksums cover the key a value is stored under (`codec`): `rows`, `files`,
 ///   `bad_lines`, `facts` values, and `derived` and `progress` values (raw bytes plus a
-///   checksum, [`crate::index::codec::tag`]).
+///   checksum, [`crate::index::codec::tag`]); `FileState` counts `bad_lines` and `names`
+///   entries (their scans check the count).
 pub const INDEX_SCHEMA_VERSION: u32 = 6;
 
 /// The lowest and highest 16-byte ids, for range scans over one file's rows.
@@ -134,6 +135,10 @@ pub struct FileState {
     pub main_rows: u32,
     /// Live rows after the projections.
     pub live_rows: u32,
+    /// Entries of `bad_lines` (a scan that finds another number read damaged keys).
+    pub bad_lines: u64,
+    /// Entries of `names` (likewise).
+    pub names: u64,
     /// Unterminated tail seen at the last catch-up: `(offset, len)`.
     pub torn_tail: Option<(u64, u64)>,
     /// `leafUuid` of the newest `last-prompt` that carries one (SPEC A5 step 8a).
