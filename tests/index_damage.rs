@@ -284,17 +284,6 @@ fn rot_trials(path: &Path, store: &Store, db: &Path, trials: u64) -> Vec<(Damage
             for (o, w) in opts.iter().zip(&want) {
                 rot_in_place(db, &bytes);
                 let r = catch_unwind(AssertUnwindSafe(|| store.resolve(path, *o)));
-                if std::env::var_os("ROT_DEBUG").is_some() {
-                    if let Ok(Ok(a)) = &r {
-                        let k = answer_key(a);
-                        if k != *w {
-                            let diff: Vec<usize> = bytes.iter().zip(&clean).enumerate().filter(|(_, (x, y))| x != y).map(|(i, _)| i).collect();
-                            eprintln!("WRONG {kind:?} seed {seed} view {:?} at {:?} (page {})", o.view, diff.first(), diff.first().map_or(0, |d| d / 4096));
-                            eprintln!("  chain len {} vs {}; leaf {:?} vs {:?}; break {:?} vs {:?}", k.0.chain.len(), w.0.chain.len(), k.0.leaf, w.0.leaf, k.0.chain_break, w.0.chain_break);
-                            eprintln!("  bad {} vs {}; names eq {}", k.2.len(), w.2.len(), k.1 == w.1);
-                        }
-                    }
-                }
                 tally.add(r, |a| answer_key(a) == *w);
             }
             rot_in_place(db, &bytes);

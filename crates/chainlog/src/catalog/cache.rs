@@ -111,11 +111,14 @@ impl<'s> FactsCache<'s> {
         self.scanned += 1;
         // Only cache facts of a file that did not change while it was read.
         if Stat::of(path).is_ok_and(|s| s == stat) {
-            let value = encode(key.as_bytes(), &Cached {
-                stat,
-                checked_at_ns,
-                facts: facts.clone(),
-            });
+            let value = encode(
+                key.as_bytes(),
+                &Cached {
+                    stat,
+                    checked_at_ns,
+                    facts: facts.clone(),
+                },
+            );
             slot.pending.push((key, value));
         }
         Ok(facts)

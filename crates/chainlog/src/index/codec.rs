@@ -90,13 +90,21 @@ mod tests {
         assert_eq!(decode::<(u32, String, Vec<u64>)>(&key, &bytes), Some(v));
         for i in 0..bytes.len() * 8 {
             bytes[i / 8] ^= 1 << (i % 8);
-            assert_eq!(decode::<(u32, String, Vec<u64>)>(&key, &bytes), None, "bit {i}");
+            assert_eq!(
+                decode::<(u32, String, Vec<u64>)>(&key, &bytes),
+                None,
+                "bit {i}"
+            );
             bytes[i / 8] ^= 1 << (i % 8);
         }
         // A flipped bit in the key the value is found under is detected too.
         for i in 0..key.len() * 8 {
             key[i / 8] ^= 1 << (i % 8);
-            assert_eq!(decode::<(u32, String, Vec<u64>)>(&key, &bytes), None, "key bit {i}");
+            assert_eq!(
+                decode::<(u32, String, Vec<u64>)>(&key, &bytes),
+                None,
+                "key bit {i}"
+            );
             key[i / 8] ^= 1 << (i % 8);
         }
     }

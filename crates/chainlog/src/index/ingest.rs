@@ -20,10 +20,10 @@ use std::path::Path;
 
 use redb::{ReadableTable, WriteTransaction};
 
-use super::codec::{decode, encode, id_key, key_of, opt_id, tag};
+use super::codec::{decode, encode, id_key, key_of, opt_id, tag, untag};
 use super::schema::{
-    BAD_LINES, CHILDREN, CHUNK_SIZE, CHUNKS, FILES, FORWARD, FileState, MSG_IDS, NAMES, PROGRESS,
-    ROWS, UUIDS,
+    BAD_LINES, CHILDREN, CHUNK_SIZE, CHUNKS, COUNTS, FILES, FORWARD, FileState, MSG_IDS, NAMES,
+    PROGRESS, ROWS, UUIDS, counts,
 };
 use super::state::IndexFault;
 use crate::chain::{BadLine, MessageRow};
@@ -184,6 +184,8 @@ pub fn drop_file_rows(txn: &WriteTransaction, f: u32) -> Result<(), redb::Error>
         .retain_in((f, 0)..=(f, u64::MAX), |_, _| false)?;
     txn.open_table(FORWARD)?
         .retain_in((f, ZERO)..=(f, MAX), |_, ()| false)?;
+    txn.open_table(COUNTS)?
+        .retain_in((f, 0, ZERO)..=(f, u8::MAX, MAX), |_, _| false)?;
     super::derive::clear(txn, f)?;
     Ok(())
 }
@@ -416,6 +418,9 @@ struct Tables<'t> {
     pending_uuids: BTreeMap<[u8; 16], u32>,
     pending_children: BTreeSet<([u8; 16], u32)>,
     pending_msg_ids: BTreeSet<(u64, u32)>,
+    counts: redb::Table<'t, (u32, u8, [u8; 16]), &'static [u8]>,
+    /// Changes of [`COUNTS`] not written yet.
+    count_deltas: BTreeMap<(u8, [u8; 16]), i64>,
 }
 
 /// Pending keys are written out in sorted runs of this many rows (bounds memory).
@@ -453,10 +458,36 @@ impl Tables<'_> {
             self.uuids.insert((f, id), seq)?;
         }
         for (p, seq) in std::mem::take(&mut self.pending_children) {
-            self.children.insert((f, p, seq), ())?;
+            if self.children.insert((f, p, seq), ())?.is_none() {
+                *self.count_deltas.entry((counts::CHILDREN, p)).or_default() += 1;
+            }
         }
         for (mid, seq) in std::mem::take(&mut self.pending_msg_ids) {
-            self.msg_ids.insert((f, mid, seq), ())?;
+            if self.msg_ids.insert((f, mid, seq), ())?.is_none() {
+                *self
+                    .count_deltas
+                    .entry((counts::MSG_IDS, counts::mid_key(mid)))
+                    .or_default() += 1;
+            }
+        }
+        for ((kind, id), delta) in std::mem::take(&mut self.count_deltas) {
+            let key = id_key(f, kind, id);
+            let old = match self.counts.get((f, kind, id))? {
+                Some(v) => untag(&key, v.value())
+                    .and_then(|b| <[u8; 8]>::try_from(b).ok())
+                    .map(i64::from_le_bytes)
+                    .ok_or_else(|| {
+                        redb::Error::Corrupted(format!("count {kind} fails its checksum"))
+                    })?,
+                None => 0,
+            };
+            let new = old + delta;
+            if new == 0 {
+                self.counts.remove((f, kind, id))?;
+            } else {
+                let v = tag(&key, new.to_le_bytes().to_vec());
+                self.counts.insert((f, kind, id), v.as_slice())?;
+            }
         }
         Ok(())
     }
@@ -473,11 +504,10 @@ impl Tables<'_> {
         match entry {
             Err(problem) => {
                 st.bad_lines += 1;
-                self.bad
-                    .insert(
-                        (f, pos.line),
-                        encode(&key_of(f, pos.line), &BadLine { pos, problem }).as_slice(),
-                    )?;
+                self.bad.insert(
+                    (f, pos.line),
+                    encode(&key_of(f, pos.line), &BadLine { pos, problem }).as_slice(),
+                )?;
             }
             Ok(Entry::Meta(meta)) => {
                 // A checkpoint may name a message not written yet (Claude Code 2.1.328 writes
@@ -515,12 +545,22 @@ impl Tables<'_> {
                         if let Some(p) = old.head.parent
                             && !self.pending_children.remove(&(p.0, seq))
                         {
-                            self.children.remove((f, p.0, seq))?;
+                            if self.children.remove((f, p.0, seq))?.is_some() {
+                                *self
+                                    .count_deltas
+                                    .entry((counts::CHILDREN, p.0))
+                                    .or_default() -= 1;
+                            }
                         }
                         if let Some(mid) = old.head.message_id
                             && !self.pending_msg_ids.remove(&(mid, seq))
                         {
-                            self.msg_ids.remove((f, mid, seq))?;
+                            if self.msg_ids.remove((f, mid, seq))?.is_some() {
+                                *self
+                                    .count_deltas
+                                    .entry((counts::MSG_IDS, counts::mid_key(mid)))
+                                    .or_default() -= 1;
+                            }
                         }
                     }
                     seq
@@ -550,11 +590,10 @@ impl Tables<'_> {
                 if self.pending_uuids.len() >= SORTED_RUN {
                     self.flush()?;
                 }
-                self.rows
-                    .insert(
-                        (f, seq),
-                        encode(&key_of(f, seq.into()), &MessageRow { head, pos }).as_slice(),
-                    )?;
+                self.rows.insert(
+                    (f, seq),
+                    encode(&key_of(f, seq.into()), &MessageRow { head, pos }).as_slice(),
+                )?;
             }
         }
         Ok(())
@@ -581,6 +620,8 @@ fn ingest_from(
         pending_uuids: BTreeMap::new(),
         pending_children: BTreeSet::new(),
         pending_msg_ids: BTreeSet::new(),
+        counts: txn.open_table(COUNTS)?,
+        count_deltas: BTreeMap::new(),
     };
     let io = |e| IngestError::Io(Error::io("transcript", e));
     let base = st.indexed_len / CHUNK_SIZE * CHUNK_SIZE;

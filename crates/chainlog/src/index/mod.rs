@@ -438,11 +438,7 @@ fn query(
 }
 
 /// The skipped lines of file `f`; one that does not decode is damage (never left out).
-fn bad_lines(
-    txn: &redb::ReadTransaction,
-    f: u32,
-    count: u64,
-) -> Result<Vec<BadLine>, IndexFault> {
+fn bad_lines(txn: &redb::ReadTransaction, f: u32, count: u64) -> Result<Vec<BadLine>, IndexFault> {
     let t = guard::read("bad_lines", || txn.open_table(BAD_LINES))?;
     let stored = guard::read("bad_lines", || {
         t.range((f, 0)..=(f, u64::MAX))?

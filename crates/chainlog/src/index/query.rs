@@ -12,12 +12,13 @@ use std::collections::HashMap;
 
 use redb::{ReadOnlyTable, ReadTransaction};
 
+use super::codec::{id_key, untag};
 use super::guard::read;
-use super::schema::sortable_ts;
 use super::schema::{
     CHILDREN, DERIVED, FORWARD, FileState, LEAF_TIMES, MSG_IDS, NAMES, PROGRESS, REPARENTED, ROWS,
     UUIDS,
 };
+use super::schema::{COUNTS, counts, sortable_ts};
 use super::state::{self, Decoder, IndexFault};
 use crate::chain::{Graph, MessageRow};
 use crate::transcript::envelope::{Flags, Kind, MessageHead};
@@ -41,6 +42,7 @@ pub struct IndexGraph {
     leaf_times: ReadOnlyTable<(u32, u8, u64, u32), ()>,
     progress: ReadOnlyTable<(u32, [u8; 16]), &'static [u8]>,
     forward: ReadOnlyTable<(u32, [u8; 16]), ()>,
+    counts: ReadOnlyTable<(u32, u8, [u8; 16]), &'static [u8]>,
     cache: RefCell<HashMap<usize, MessageRow>>,
 }
 
@@ -55,11 +57,13 @@ impl IndexGraph {
                 read("derived", || txn.open_table(DERIVED))?,
                 read("children", || txn.open_table(CHILDREN))?,
                 read("reparented", || txn.open_table(REPARENTED))?,
-            ),
+            )
+            .strict(),
             msg_ids: read("msg_ids", || txn.open_table(MSG_IDS))?,
             leaf_times: read("leaf_times", || txn.open_table(LEAF_TIMES))?,
             progress: read("progress", || txn.open_table(PROGRESS))?,
             forward: read("forward", || txn.open_table(FORWARD))?,
+            counts: read("counts", || txn.open_table(COUNTS))?,
             cache: RefCell::new(HashMap::new()),
         })
     }
@@ -89,13 +93,19 @@ impl IndexGraph {
                 .collect::<Result<Vec<_>, redb::StorageError>>()
         })?;
         if texts.len() as u64 != st.names {
-            return Err(IndexFault::damaged("names", "fewer or more names than stored"));
+            return Err(IndexFault::damaged(
+                "names",
+                "fewer or more names than stored",
+            ));
         }
         let mut names = IdNames::default();
         for (key, text) in &texts {
             // The key is the hash of the text: a text that does not hash to it is damaged.
             if names.intern(text).0 != *key {
-                return Err(IndexFault::damaged("names", "a name does not match its key"));
+                return Err(IndexFault::damaged(
+                    "names",
+                    "a name does not match its key",
+                ));
             }
         }
         Ok(names)
@@ -103,6 +113,37 @@ impl IndexGraph {
 }
 
 impl IndexGraph {
+    /// Live children of `parent` ([`Decoder::children_of`]), the number of its `children`
+    /// entries checked against `counts`.
+    fn children_of(&self, parent: Id) -> Result<Vec<(u32, MessageRow)>, IndexFault> {
+        let (out, on_disk) = self.dec.children_counted(parent)?;
+        self.check_count(counts::CHILDREN, parent.0, on_disk)?;
+        Ok(out)
+    }
+
+    /// Checks that a scan found as many keys as `counts` records: a key changed by damage
+    /// moves out of its range, and the scan would silently miss it.
+    fn check_count(&self, kind: u8, id: [u8; 16], found: usize) -> Result<(), IndexFault> {
+        let f = self.st().file;
+        let v = read("counts", || {
+            Ok::<_, redb::StorageError>(self.counts.get((f, kind, id))?.map(|v| v.value().to_vec()))
+        })?;
+        let stored = match v {
+            Some(v) => untag(&id_key(f, kind, id), &v)
+                .and_then(|b| <[u8; 8]>::try_from(b).ok())
+                .map(i64::from_le_bytes)
+                .ok_or_else(|| IndexFault::damaged("counts", "a count fails its checksum"))?,
+            None => 0,
+        };
+        if usize::try_from(stored).ok() != Some(found) {
+            return Err(IndexFault::damaged(
+                "counts",
+                format!("a scan found {found} entries, {stored} are stored"),
+            ));
+        }
+        Ok(())
+    }
+
     /// Checks the ingest invariant for the on-disk parent `p` of row `i`, when it is also the
     /// effective parent: every id a line names as its parent is a message (`uuids`), a progress
     /// entry (`progress`), or was never seen (`forward`). A parent in none of them is a `uuids`
@@ -203,6 +244,7 @@ impl Graph for IndexGraph {
                 .map(|item| item.map(|(k, _)| k.value().2))
                 .collect::<Result<Vec<u32>, redb::StorageError>>()
         })?;
+        self.check_count(counts::MSG_IDS, counts::mid_key(mid), seqs.len())?;
         for i in seqs {
             let i = i as usize;
             let h = self.row(i)?.head;
@@ -221,7 +263,6 @@ impl Graph for IndexGraph {
 
     fn tool_results_of(&self, parent: Id) -> Result<Vec<usize>, IndexFault> {
         Ok(self
-            .dec
             .children_of(parent)?
             .into_iter()
             .filter(|(_, r)| r.head.kind == Kind::User && r.head.flags.has(Flags::TOOL_RESULT))
@@ -231,7 +272,6 @@ impl Graph for IndexGraph {
 
     fn attachments_of(&self, parent: Id) -> Result<Vec<usize>, IndexFault> {
         Ok(self
-            .dec
             .children_of(parent)?
             .into_iter()
             .filter(|(_, r)| r.head.kind == Kind::Attachment)
@@ -244,21 +284,30 @@ impl Graph for IndexGraph {
     }
 
     fn newest_leaf(&self, sidechain_ok: bool) -> Result<Option<usize>, IndexFault> {
-        let Some((ts, seq)) = state::newest_leaf(&self.leaf_times, self.st().file, sidechain_ok)?
-        else {
-            return Ok(None);
-        };
-        // The key is all `leaf_times` holds: the row it names must be a turn leaf with that
-        // timestamp.
-        let h = self.row(seq as usize)?.head;
-        let leaf = self.dec.leaves()?.iter().any(|&(s, id)| s == seq && id == h.uuid);
-        if !leaf || !h.kind.is_turn() || sortable_ts(h.timestamp) != ts {
+        let stored = state::newest_leaf(&self.leaf_times, self.st().file, sidechain_ok)?;
+        // The key is all `leaf_times` holds, and a key changed by damage could move the newest
+        // leaf below another: the answer is checked against the leaves' own rows (the
+        // `derived` leaf facts are checksummed with their keys).
+        let mut newest = None;
+        for (s, id) in self.dec.leaves()? {
+            let h = self.row(s as usize)?.head;
+            if h.uuid != id {
+                return Err(IndexFault::damaged(
+                    "derived",
+                    format!("leaf {s} is another row"),
+                ));
+            }
+            if h.kind.is_turn() && (sidechain_ok || !h.flags.has(Flags::SIDECHAIN)) {
+                newest = newest.max(Some((sortable_ts(h.timestamp), s)));
+            }
+        }
+        if newest != stored {
             return Err(IndexFault::damaged(
                 "leaf_times",
-                format!("row {seq} is not the leaf its entry says"),
+                "the newest leaf is not the one its entries say",
             ));
         }
-        Ok(Some(seq as usize))
+        Ok(newest.map(|(_, s)| s as usize))
     }
 
     fn leaf_ids(&self) -> Result<Vec<Id>, IndexFault> {

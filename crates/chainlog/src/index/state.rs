@@ -145,11 +145,16 @@ impl<'t> Encoder<'t> {
     ) -> Result<(), redb::Error> {
         let f = self.f;
         self.clear()?;
+        let mut reparents: std::collections::BTreeMap<Id, u32> = Default::default();
         for (i, parent) in tree.relinked() {
             self.put(derived::PARENT, rows[i].head.uuid, opt_id(parent))?;
             if let Some(p) = parent {
                 self.reparented.insert((f, p.0, seq(i)), ())?;
+                *reparents.entry(p).or_default() += 1;
             }
+        }
+        for (p, n) in reparents {
+            self.put(derived::REPARENTS, p, n.to_le_bytes().to_vec())?;
         }
         for &id in &tree.snipped {
             self.put(derived::DEAD, id, Vec::new())?;
@@ -163,6 +168,9 @@ impl<'t> Encoder<'t> {
         for &id in &tree.zeroed_usage {
             self.put(derived::ZEROED, id, Vec::new())?;
         }
+        st.dead_facts = seq(tree.snipped.len());
+        st.preserved_facts = seq(tree.preserved.len());
+        st.zeroed_facts = seq(tree.zeroed_usage.len());
         st.segment_anchor = tree.live_segment.map(|s| s.anchor);
         st.drop_before = tree.drop_before.map(seq);
         st.live_rows = seq(tree.live_count_all());
@@ -211,6 +219,12 @@ pub struct Decoder<R, U, D, C, P> {
     derived: D,
     children: C,
     reparented: P,
+    /// The `DEAD`, `PRESERVED` and `ZEROED` facts, read once (a scan whose count is checked
+    /// against the file state: a point lookup cannot tell a missing fact from a key changed by
+    /// damage, a scan with a count can).
+    sets: std::cell::OnceCell<[std::collections::HashSet<Id>; 3]>,
+    /// Check what the projections imply of a parent ([`Decoder::strict`]).
+    strict: bool,
 }
 
 impl<R, U, D, C, P> Decoder<R, U, D, C, P>
@@ -230,7 +244,18 @@ where
             derived,
             children,
             reparented,
+            sets: std::cell::OnceCell::new(),
+            strict: false,
         }
+    }
+
+    /// Checks, when answering, what the projections imply of an effective parent: a live row
+    /// whose line names a snipped parent is always re-pointed (SPEC A5 step 6), so one without
+    /// a `PARENT` fact lost it to damage. (Not while a batch is being added: its facts are not
+    /// written yet.)
+    pub fn strict(mut self) -> Self {
+        self.strict = true;
+        self
     }
 
     /// The tables, back (to write through the same handles).
@@ -274,13 +299,54 @@ where
         v.map(|v| {
             untag(&id_key(self.f(), kind, id.0), &v)
                 .map(<[u8]>::to_vec)
-                .ok_or_else(|| IndexFault::damaged("derived", format!("fact {kind} fails its checksum")))
+                .ok_or_else(|| {
+                    IndexFault::damaged("derived", format!("fact {kind} fails its checksum"))
+                })
         })
         .transpose()
     }
 
+    /// Whether `id` has the derived fact `kind` (`DEAD`, `PRESERVED` or `ZEROED`).
     fn has(&self, kind: u8, id: Id) -> Fault<bool> {
-        Ok(self.get_derived(kind, id)?.is_some())
+        let slot = match kind {
+            derived::DEAD => 0,
+            derived::PRESERVED => 1,
+            _ => 2,
+        };
+        if self.sets.get().is_none() {
+            let sets = [
+                self.scan_facts(derived::DEAD, self.st.dead_facts)?,
+                self.scan_facts(derived::PRESERVED, self.st.preserved_facts)?,
+                self.scan_facts(derived::ZEROED, self.st.zeroed_facts)?,
+            ];
+            let _ = self.sets.set(sets);
+        }
+        Ok(self.sets.get().is_some_and(|s| s[slot].contains(&id)))
+    }
+
+    /// The ids with fact `kind`, checked against the `count` the file state records.
+    fn scan_facts(&self, kind: u8, count: u32) -> Fault<std::collections::HashSet<Id>> {
+        let f = self.f();
+        let found = read("derived", || {
+            self.derived
+                .range((f, kind, ZERO)..=(f, kind, MAX))?
+                .map(|item| item.map(|(k, v)| (k.value().2, v.value().to_vec())))
+                .collect::<Result<Vec<_>, redb::StorageError>>()
+        })?;
+        if found.len() != count as usize {
+            return Err(IndexFault::damaged(
+                "derived",
+                format!("{} facts of kind {kind}, {count} stored", found.len()),
+            ));
+        }
+        found
+            .into_iter()
+            .map(|(id, v)| {
+                untag(&id_key(f, kind, id), &v)
+                    .map(|_| Id(id))
+                    .ok_or_else(|| IndexFault::damaged("derived", "a fact fails its checksum"))
+            })
+            .collect()
     }
 
     /// The map position of a message, live or not.
@@ -308,7 +374,19 @@ where
         match self.get_derived(derived::PARENT, row.head.uuid)? {
             Some(v) => read_opt_id(&v)
                 .map_err(|()| IndexFault::damaged("derived", "effective parent of wrong length")),
-            None => Ok(row.head.parent),
+            None => {
+                if self.strict
+                    && let Some(p) = row.head.parent
+                    && self.has(derived::DEAD, p)?
+                    && self.live(row.head.uuid)?.is_some()
+                {
+                    return Err(IndexFault::damaged(
+                        "derived",
+                        "a live row names a snipped parent and is not re-pointed",
+                    ));
+                }
+                Ok(row.head.parent)
+            }
         }
     }
 
@@ -319,6 +397,11 @@ where
 
     /// Live children by effective parent, in map order.
     pub fn children_of(&self, id: Id) -> Fault<Vec<(u32, MessageRow)>> {
+        Ok(self.children_counted(id)?.0)
+    }
+
+    /// [`Decoder::children_of`], and how many `children` entries (on-disk edges) `id` has.
+    pub fn children_counted(&self, id: Id) -> Fault<(Vec<(u32, MessageRow)>, usize)> {
         let f = self.f();
         let mut seqs: Vec<u32> = read("children", || {
             self.children
@@ -326,22 +409,48 @@ where
                 .map(|item| item.map(|(k, _)| k.value().2))
                 .collect::<Result<Vec<u32>, redb::StorageError>>()
         })?;
-        seqs.extend(read("reparented", || {
+        let on_disk = seqs.len();
+        let reparented = read("reparented", || {
             self.reparented
                 .range((f, id.0, 0)..=(f, id.0, u32::MAX))?
                 .map(|item| item.map(|(k, _)| k.value().2))
                 .collect::<Result<Vec<u32>, redb::StorageError>>()
-        })?);
+        })?;
+        let stored =
+            match self.get_derived(derived::REPARENTS, id)? {
+                Some(v) => u32::from_le_bytes(<[u8; 4]>::try_from(v.as_slice()).map_err(|_| {
+                    IndexFault::damaged("derived", "reparent count of wrong length")
+                })?),
+                None => 0,
+            };
+        if reparented.len() != stored as usize {
+            return Err(IndexFault::damaged(
+                "reparented",
+                format!(
+                    "a scan found {} edges, {stored} are stored",
+                    reparented.len()
+                ),
+            ));
+        }
+        seqs.extend(reparented);
         seqs.sort_unstable();
         seqs.dedup();
         let mut out = Vec::new();
         for seq in seqs {
             let row = self.row(seq)?;
+            // Every row is the one `uuids` names for its uuid (a duplicate line replaces the
+            // row in place): one it does not name lost its `uuids` key to damage.
+            if self.strict && self.seq_of(row.head.uuid)? != Some(seq) {
+                return Err(IndexFault::damaged(
+                    "uuids",
+                    format!("row {seq} is not the row of its uuid"),
+                ));
+            }
             if self.live(row.head.uuid)? == Some(seq) && self.parent_of(&row)? == Some(id) {
                 out.push((seq, row));
             }
         }
-        Ok(out)
+        Ok((out, on_disk))
     }
 
     /// The leaves `(seq, uuid)`, in map order.
