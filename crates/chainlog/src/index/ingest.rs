@@ -544,23 +544,21 @@ impl Tables<'_> {
                     if let Some(old) = old {
                         if let Some(p) = old.head.parent
                             && !self.pending_children.remove(&(p.0, seq))
+                            && self.children.remove((f, p.0, seq))?.is_some()
                         {
-                            if self.children.remove((f, p.0, seq))?.is_some() {
-                                *self
-                                    .count_deltas
-                                    .entry((counts::CHILDREN, p.0))
-                                    .or_default() -= 1;
-                            }
+                            *self
+                                .count_deltas
+                                .entry((counts::CHILDREN, p.0))
+                                .or_default() -= 1;
                         }
                         if let Some(mid) = old.head.message_id
                             && !self.pending_msg_ids.remove(&(mid, seq))
+                            && self.msg_ids.remove((f, mid, seq))?.is_some()
                         {
-                            if self.msg_ids.remove((f, mid, seq))?.is_some() {
-                                *self
-                                    .count_deltas
-                                    .entry((counts::MSG_IDS, counts::mid_key(mid)))
-                                    .or_default() -= 1;
-                            }
+                            *self
+                                .count_deltas
+                                .entry((counts::MSG_IDS, counts::mid_key(mid)))
+                                .or_default() -= 1;
                         }
                     }
                     seq

@@ -145,7 +145,7 @@ impl<'t> Encoder<'t> {
     ) -> Result<(), redb::Error> {
         let f = self.f;
         self.clear()?;
-        let mut reparents: std::collections::BTreeMap<Id, u32> = Default::default();
+        let mut reparents = std::collections::BTreeMap::<Id, u32>::new();
         for (i, parent) in tree.relinked() {
             self.put(derived::PARENT, rows[i].head.uuid, opt_id(parent))?;
             if let Some(p) = parent {
@@ -371,23 +371,21 @@ where
 
     /// The effective parent of a row.
     pub fn parent_of(&self, row: &MessageRow) -> Fault<Option<Id>> {
-        match self.get_derived(derived::PARENT, row.head.uuid)? {
-            Some(v) => read_opt_id(&v)
-                .map_err(|()| IndexFault::damaged("derived", "effective parent of wrong length")),
-            None => {
-                if self.strict
-                    && let Some(p) = row.head.parent
-                    && self.has(derived::DEAD, p)?
-                    && self.live(row.head.uuid)?.is_some()
-                {
-                    return Err(IndexFault::damaged(
-                        "derived",
-                        "a live row names a snipped parent and is not re-pointed",
-                    ));
-                }
-                Ok(row.head.parent)
-            }
+        if let Some(v) = self.get_derived(derived::PARENT, row.head.uuid)? {
+            return read_opt_id(&v)
+                .map_err(|()| IndexFault::damaged("derived", "effective parent of wrong length"));
         }
+        if self.strict
+            && let Some(p) = row.head.parent
+            && self.has(derived::DEAD, p)?
+            && self.live(row.head.uuid)?.is_some()
+        {
+            return Err(IndexFault::damaged(
+                "derived",
+                "a live row names a snipped parent and is not re-pointed",
+            ));
+        }
+        Ok(row.head.parent)
     }
 
     /// Whether the usage counts of a message are zeroed.
