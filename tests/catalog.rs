@@ -889,7 +889,7 @@ fn generated_tree_title_and_agent_lookups() {
         cache.get(p)
     })
     .unwrap_err();
-    assert!(matches!(none, Error::NotFound(_)), "{none}");
+    assert!(matches!(none, Error::NoMatch { .. }), "{none}");
     // An agent id in the subagents layout (nested one level) resolves to its file.
     let t = resolve_target(&tree.claude, cwd, "acompact-c", &mut |p| cache.get(p)).unwrap();
     assert!(

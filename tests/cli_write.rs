@@ -261,3 +261,17 @@ fn branch_copies_the_active_chain_with_forked_from_and_a_branch_title() {
     assert_eq!(t3["customTitle"], "experiment (Branch)");
     assert_eq!(d.resume("experiment (Branch)"), written);
 }
+
+#[test]
+fn messages_carry_the_git_branch_of_the_project() {
+    let d = dir();
+    let work = d.work();
+    std::fs::create_dir_all(work.join(".git")).unwrap();
+    std::fs::write(work.join(".git/HEAD"), "ref: refs/heads/topic/login\n").unwrap();
+    with_session(&d);
+    let ls = lines(&d.session_path(SID));
+    assert!(!ls.is_empty());
+    for l in ls.iter().filter(|l| l.get("uuid").is_some()) {
+        assert_eq!(l["gitBranch"], "topic/login", "{l}");
+    }
+}

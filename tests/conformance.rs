@@ -531,3 +531,16 @@ fn every_replayed_transcript_matches_the_client() {
     eprintln!("conformance: {compared} replayed transcripts equal");
     assert!(compared > 0, "nothing replayed");
 }
+
+#[test]
+fn the_writers_sessions_are_among_the_replayed() {
+    // .ci/run writes sessions with `chainlog append`/`fork`/`branch` into sources/writer and
+    // replays them; `every_replayed_transcript_matches_the_client` compares them.
+    let Some(out) = out_dir() else { return };
+    let replayed = json_files(&out.join("replay/writer")).len();
+    assert!(
+        replayed >= 4,
+        "{}: {replayed} writer sessions replayed, expected the 4 of .ci/writer-sessions.sh",
+        out.display()
+    );
+}

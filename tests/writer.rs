@@ -397,10 +397,13 @@ enum Op {
     Flush,
     Reopen,
     Foreign,
+    /// `chainlog append` in a real process, killed with SIGKILL after this many × 0.5 ms.
+    Kill(u8),
 }
 
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
+        1 => any::<u8>().prop_map(Op::Kill),
         4 => Just(Op::User),
         4 => Just(Op::Assistant),
         2 => Just(Op::ToolPair),
@@ -444,6 +447,67 @@ fn line_of(v: &Value) -> Line {
             parent: s("parentUuid"),
         },
     }
+}
+
+/// Runs `chainlog append PATH` with `stdin` in a child process and kills it with SIGKILL after
+/// `delay_us` (it may have finished by then).
+fn kill_an_append(e: &Env, path: &Path, stdin: &str, delay_us: u64) {
+    use std::io::Write as _;
+    let claude = e.project.parent().unwrap().parent().unwrap();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_chainlog"))
+        .arg("--claude-dir")
+        .arg(claude)
+        .arg("--index-dir")
+        .arg(e.store.db_path(path).parent().unwrap())
+        .arg("append")
+        .arg(path)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_micros(delay_us));
+    let _ = child.kill(); // SIGKILL
+    let _ = child.wait();
+}
+
+/// The title and tag in effect after `lines`.
+fn initial_meta(lines: &[Value]) -> (Option<String>, Option<String>) {
+    let (mut title, mut tag) = (None, None);
+    for v in lines {
+        match v["type"].as_str() {
+            Some("custom-title") => title = v["customTitle"].as_str().map(str::to_owned),
+            Some("tag") => tag = v["tag"].as_str().map(str::to_owned),
+            _ => {}
+        }
+    }
+    (title, tag)
+}
+
+/// `lines` without metadata lines that restate the title or tag already in effect.
+fn effective(lines: &[Line], mut title: Option<String>, mut tag: Option<String>) -> Vec<Line> {
+    let mut out = Vec::new();
+    for l in lines {
+        if let Line::Meta { ty, text } = l {
+            let state = if ty == "custom-title" {
+                &mut title
+            } else {
+                &mut tag
+            };
+            if state.as_deref() == Some(text.as_str()) {
+                continue;
+            }
+            *state = Some(text.clone());
+        }
+        out.push(l.clone());
+    }
+    out
 }
 
 /// Pending entries in the model: the parent is decided at flush, as the writer does.
@@ -642,6 +706,67 @@ fn run_ops(seed: u64, ops: &[Op]) {
                 w = e.store.writer(&e.project, &s.session_id, opts()).unwrap();
                 check = true;
             }
+            Op::Kill(delay) => {
+                // The in-process writer closes; a real process appends a batch and is killed
+                // at some point: the file holds the whole batch or none of it (one `write`),
+                // and whatever the index kept still equals the scan.
+                w.close().unwrap();
+                m.flush();
+                let tip = chain_tip(&path);
+                let batch: Vec<String> = (0..4).map(|_| uuid::Uuid::new_v4().to_string()).collect();
+                let lines_in: Vec<String> = batch
+                    .iter()
+                    .enumerate()
+                    .map(|(i, u)| {
+                        let mut v = if i % 2 == 0 {
+                            user("k")
+                        } else {
+                            assistant("k")
+                        };
+                        v["uuid"] = u.as_str().into();
+                        v.to_string()
+                    })
+                    .collect();
+                let stdin = lines_in.join("\n") + "\n";
+                kill_an_append(&e, &path, &stdin, u64::from(*delay) * 500);
+                let all = lines(&path);
+                let file: Vec<Line> = all[initial.frame.lines as usize..]
+                    .iter()
+                    .map(line_of)
+                    .collect();
+                let in_batch =
+                    |l: &Line| matches!(l, Line::Msg { uuid, .. } if batch.contains(uuid));
+                let got: Vec<&Line> = file.iter().filter(|l| in_batch(l)).collect();
+                assert!(
+                    got.is_empty() || got.len() == batch.len(),
+                    "step {step}: part of a batch written: {got:?}"
+                );
+                // Everything else is what the model holds (plus restated metadata).
+                let others: Vec<Line> = file.iter().filter(|l| !in_batch(l)).cloned().collect();
+                let (title, tag) = initial_meta(&all[..initial.frame.lines as usize]);
+                assert_eq!(
+                    effective(&others, title.clone(), tag.clone()),
+                    effective(&m.lines, title, tag),
+                    "step {step}: the lines before the killed batch"
+                );
+                let mut parent = tip;
+                for (l, u) in got.iter().zip(&batch) {
+                    assert_eq!(
+                        **l,
+                        Line::Msg {
+                            uuid: u.clone(),
+                            parent: parent.clone()
+                        },
+                        "step {step}: the killed batch chains from the tip"
+                    );
+                    parent = Some(u.clone());
+                    m.known.push(u.clone());
+                }
+                m.lines = file;
+                m.cursor = chain_tip(&path);
+                w = e.store.writer(&e.project, &s.session_id, opts()).unwrap();
+                check = true;
+            }
             Op::Foreign => {
                 let uuid = uuid::Uuid::new_v4().to_string();
                 let parent = m
@@ -680,7 +805,14 @@ fn run_ops(seed: u64, ops: &[Op]) {
                 .iter()
                 .map(line_of)
                 .collect();
-            assert_eq!(got, m.lines, "step {step} {op:?}");
+            // The writer restates the title and tag near the end (every 32 KiB and at close):
+            // lines that repeat the title or tag in effect change nothing; compare the rest.
+            let (title, tag) = initial_meta(&lines(&path)[..initial.frame.lines as usize]);
+            assert_eq!(
+                effective(&got, title.clone(), tag.clone()),
+                effective(&m.lines, title, tag),
+                "step {step} {op:?}"
+            );
             let t = Transcript::open(&path).unwrap();
             assert_eq!(t.bad_lines.len(), initial.bad_lines.len(), "step {step}");
             assert_index_agrees(&e.store, &path);
@@ -714,4 +846,71 @@ proptest! {
     fn random_write_sequences_match_the_model(seed in 0u64..1000, ops in prop::collection::vec(op(), 1..24)) {
         run_ops(seed, &ops);
     }
+}
+
+#[test]
+fn the_title_and_tag_are_restated_near_the_end() {
+    let e = env();
+    let sid = "7e57c0de-0000-4000-8000-00000000e7a1";
+    let path = e.project.join(format!("{sid}.jsonl"));
+    let mut w = e
+        .store
+        .writer(&e.project, sid, WriterOptions::new("/w"))
+        .unwrap();
+    w.append(user("first")).unwrap();
+    w.set_title("the title");
+    w.set_tag("t1");
+    w.flush().unwrap();
+    let padding = "p".repeat(900);
+    for i in 0..150 {
+        w.append(user(&format!("{i} {padding}"))).unwrap();
+        w.append(assistant(&format!("{i} {padding}"))).unwrap();
+        if i % 5 == 4 {
+            w.flush().unwrap();
+        }
+    }
+    w.append(user("last question")).unwrap();
+    w.close().unwrap();
+    let bytes = std::fs::read(&path).unwrap();
+    let all = lines(&path);
+    let titles = all.iter().filter(|v| v["type"] == "custom-title").count();
+    // ~270 KiB of messages: restated about every 32 KiB, and once more at close.
+    assert!(titles >= 8, "{titles} title lines");
+    // Every 64 KiB window at the end holds the title and the tag.
+    let tail = String::from_utf8_lossy(&bytes[bytes.len() - 64 * 1024..]).into_owned();
+    assert!(tail.contains("\"customTitle\":\"the title\""));
+    assert!(tail.contains("\"tag\":\"t1\""));
+    // At close, after the last message.
+    let last = all.last().unwrap();
+    assert!(
+        last["type"] == "tag" || last["type"] == "custom-title",
+        "{last}"
+    );
+    // The resume view and the index are untouched by the restated lines.
+    assert_index_agrees(&e.store, &path);
+
+    // A writer that only sets a title writes it once; an existing title is carried over.
+    let mut w = e
+        .store
+        .writer(&e.project, sid, WriterOptions::new("/w"))
+        .unwrap();
+    w.set_title("renamed");
+    w.close().unwrap();
+    let after = lines(&path);
+    assert_eq!(after.len(), all.len() + 1, "exactly one line added");
+    let mut w = e
+        .store
+        .writer(&e.project, sid, WriterOptions::new("/w"))
+        .unwrap();
+    w.append(user("more")).unwrap();
+    w.close().unwrap();
+    let end = lines(&path);
+    let restated: Vec<&Value> = end[after.len()..].iter().collect();
+    assert_eq!(restated[0]["type"], "user");
+    assert!(
+        restated
+            .iter()
+            .any(|v| v["type"] == "custom-title" && v["customTitle"] == "renamed"),
+        "the existing title is restated at close: {restated:?}"
+    );
 }

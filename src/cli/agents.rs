@@ -27,7 +27,7 @@ pub fn run(cli: &Cli, a: &AgentsArgs, out: &mut impl Write) -> CliResult {
         ))
         .into());
     }
-    let agents = chainlog::discovery::session_agents(target.path())?;
+    let agents = super::store(cli)?.agents(target.path())?;
     if cli.json {
         for ag in &agents {
             write_json(out, &serde_json::to_value(ag).unwrap_or_default())?;

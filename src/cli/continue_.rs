@@ -1,4 +1,4 @@
-//! `chainlog continue`: resume the newest session of a project (SPEC A7).
+//! `chainlog continue`: resume the newest session of a project (format.md §A7).
 //!
 //! "Newest" is by the time of the last message (`chainlog ls` order); sessions without a
 //! message to resume (empty or metadata-only files) are passed over.

@@ -5,7 +5,6 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use chainlog::Error;
-use chainlog::sidecar::verify;
 use serde_json::json;
 
 use super::{Cli, CliResult, write_json};
@@ -103,7 +102,7 @@ pub fn run(cli: &Cli, a: &PathsArgs, verb: Verb, out: &mut impl Write) -> CliRes
                     }
                 }
             }
-            Verb::Verify => match verify(&store, path) {
+            Verb::Verify => match store.verify(path) {
                 Ok(diffs) => {
                     if cli.json {
                         write_json(

@@ -158,7 +158,7 @@ fn print_table(out: &mut impl Write, a: &LsArgs, sessions: &[SessionFacts]) -> s
 pub const LS_JSON_SCHEMA: u32 = 1;
 
 /// An RFC 3339 time as "5m ago" (or its date when older than 30 days).
-fn relative(t: &str, now_ms: i64) -> String {
+pub(super) fn relative(t: &str, now_ms: i64) -> String {
     let date = t.get(..10).unwrap_or(t);
     chrono::DateTime::parse_from_rfc3339(t).map_or_else(
         |_| date.to_owned(),

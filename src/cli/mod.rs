@@ -7,6 +7,9 @@ mod export;
 mod index_cmd;
 mod leaves;
 mod ls;
+mod pager;
+mod pick;
+mod progress;
 mod resume;
 mod search;
 mod table;
@@ -47,6 +50,8 @@ pub enum Command {
     Leaves(leaves::LeavesArgs),
     /// List sessions of a project (or all), newest first.
     Ls(ls::LsArgs),
+    /// Pick a session in an interactive list (filter, preview) and resume it with `claude`.
+    Pick(pick::PickArgs),
     /// Resume the newest session of a project.
     Continue(continue_::ContinueArgs),
     /// List the sub-agents of a session.
@@ -97,15 +102,17 @@ pub struct GenArgs {
     pub everything: bool,
 }
 
-/// Runs the CLI and maps errors to exit codes (SPEC B3).
+/// Runs the CLI and maps errors to exit codes (format.md §B3).
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
+    progress::install();
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     let result = match &cli.command {
         Command::Resume(a) => resume::run(&cli, a, &mut out),
         Command::Leaves(a) => leaves::run(&cli, a, &mut out),
         Command::Ls(a) => ls::run(&cli, a, &mut out),
+        Command::Pick(a) => pick::run(&cli, a),
         Command::Continue(a) => continue_::run(&cli, a, &mut out),
         Command::Agents(a) => agents::run(&cli, a, &mut out),
         Command::Index(a) => index_cmd::run(&cli, a, index_cmd::Verb::Index, &mut out),

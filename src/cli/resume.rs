@@ -3,7 +3,7 @@
 //! The argument is a session id, a transcript path, an agent id or an exact title
 //! (`chainlog::discovery::resolve_target`); `continue` shares the output ([`emit`]).
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -23,7 +23,7 @@ pub enum Format {
     /// legacy shape). System entries, API errors and unanswered calls are still there.
     Jsonl,
     /// One JSON document `{"messages": [...]}`: what the client sends the model built from
-    /// the view (SPEC A8): lines of one response regrouped, tool results grouped, system
+    /// the view (format.md §A8): lines of one response regrouped, tool results grouped, system
     /// entries dropped (local commands sent as user text), API errors dropped, pairing
     /// repaired, "No response requested." added. Without the new prompt and request-time
     /// `<system-reminder>` injections.
@@ -60,9 +60,10 @@ pub struct ViewArgs {
     /// Cut the chain after this message (`--resume-at`).
     #[arg(long, value_name = "UUID")]
     pub at: Option<String>,
-    /// Output format.
-    #[arg(long, value_enum, default_value_t = Format::Jsonl)]
-    pub format: Format,
+    /// Output format (default: text on a terminal, through a pager when longer than the
+    /// screen; jsonl when piped).
+    #[arg(long, value_enum)]
+    pub format: Option<Format>,
     /// Answer from a full scan of the transcript instead of the index.
     #[arg(long)]
     pub no_index: bool,
@@ -145,7 +146,12 @@ fn print(cli: &Cli, conv: &Conversation, a: &ViewArgs, out: &mut impl Write) -> 
         return Err(Error::NoMessage { path: path.into() }.into());
     }
     let view = conv.entries();
-    if a.format == Format::Api {
+    let format = a.format.unwrap_or(if std::io::stdout().is_terminal() {
+        Format::Text
+    } else {
+        Format::Jsonl
+    });
+    if format == Format::Api {
         let messages = chainlog::view::api_messages(
             view,
             &chainlog::view::ApiOptions {
@@ -154,15 +160,18 @@ fn print(cli: &Cli, conv: &Conversation, a: &ViewArgs, out: &mut impl Write) -> 
         );
         write_json(out, &json!({ "messages": messages }))?;
     }
+    if format == Format::Text {
+        let text: String = view.iter().map(chainlog::view::render_text).collect();
+        super::pager::show(text.as_bytes(), out)?;
+    }
     for e in view {
-        match a.format {
+        match format {
             Format::Uuids => writeln!(out, "{}", ans.names.name(e.link.uuid))?,
             Format::Jsonl => {
                 out.write_all(&e.json)?;
                 out.write_all(b"\n")?;
             }
-            Format::Text => write!(out, "{}", chainlog::view::render_text(e))?,
-            Format::Api => {}
+            Format::Text | Format::Api => {}
         }
     }
     let interrupt = conv.interrupt();
@@ -185,7 +194,7 @@ fn print(cli: &Cli, conv: &Conversation, a: &ViewArgs, out: &mut impl Write) -> 
                 },
             }}),
         )?;
-    } else {
+    } else if interrupt != chainlog::Interrupt::None {
         eprintln!(
             "chainlog: interrupt: {}",
             serde_json::to_value(interrupt)
@@ -197,7 +206,7 @@ fn print(cli: &Cli, conv: &Conversation, a: &ViewArgs, out: &mut impl Write) -> 
     Ok(ExitCode::SUCCESS)
 }
 
-/// Prints every bridged chain break, the unbridged one and a cycle on stderr (SPEC A8).
+/// Prints every bridged chain break, the unbridged one and a cycle on stderr (format.md §A8).
 fn report_breaks(path: &Path, res: &chainlog::Resolution, names: &chainlog::format::IdNames) {
     for b in &res.bridges {
         eprintln!(

@@ -1,5 +1,6 @@
-//! The writing verbs: `append`, `fork`, `branch`, `title`, `tag` (SPEC A4, A7, A8). Each one
-//! resolves the session the user named, calls the library writer and prints its result.
+//! The writing verbs: `append`, `fork`, `branch`, `title`, `tag` (format.md §A4, §A7, §A8).
+//! Each one resolves the session the user named, calls the library writer and prints its
+//! result.
 //!
 //! A session is named by its full id, its transcript path or its exact title (the lookup is
 //! `resume`'s, but the prefix and substring matches it also accepts are refused for writes; ids
@@ -181,7 +182,9 @@ pub fn append(cli: &Cli, a: &AppendArgs, out: &mut impl Write) -> CliResult {
             let cwd = session_cwd(cli, &p);
             (p, cwd)
         }
-        Err(Error::NotFound(_)) if chainlog::discovery::is_uuid(&a.session) => {
+        Err(Error::NotFound(_) | Error::NoMatch { .. })
+            if chainlog::discovery::is_uuid(&a.session) =>
+        {
             let cwd = a
                 .project
                 .as_deref()

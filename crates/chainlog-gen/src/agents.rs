@@ -123,7 +123,7 @@ pub(crate) fn conversation(cx: &mut AgentCtx<'_>, env: &Env<'_>, prompt: &str) -
     }
 }
 
-/// `agent-<id>.meta.json` content (SPEC A3).
+/// `agent-<id>.meta.json` content (format.md §A3).
 pub(crate) fn meta_json(g: &mut Gen, description: &str, tool_use_id: &str) -> Vec<u8> {
     let agent_type = *g.pick(&["general-purpose", "Explore", "Plan", "code-reviewer"]);
     let mut obj = Obj::new()

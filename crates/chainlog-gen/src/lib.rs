@@ -3,13 +3,13 @@
 //!
 //! # What is generated
 //!
-//! [`generate`] writes one session (the main `<sessionId>.jsonl`, 2.1.88 key order per SPEC A2)
-//! plus its sub-agent files. A session is a sequence of *turns*: a user prompt (sometimes a
-//! `file-history-snapshot` before it and an `attachment` after it), tool rounds (an assistant
-//! response of optional thinking/text lines plus one or more `tool_use` lines, all with the same
-//! `message.id`, then one `tool_result` user line per tool) and a final text reply. Optional
-//! features ([`GenOptions`]) are scheduled by bytes written, so small files get each of them at
-//! least once and large files get them regularly:
+//! [`generate`] writes one session (the main `<sessionId>.jsonl`, 2.1.88 key order per
+//! format.md §A2) plus its sub-agent files. A session is a sequence of *turns*: a user prompt
+//! (sometimes a `file-history-snapshot` before it and an `attachment` after it), tool rounds (an
+//! assistant response of optional thinking/text lines plus one or more `tool_use` lines, all with
+//! the same `message.id`, then one `tool_result` user line per tool) and a final text reply.
+//! Optional features ([`GenOptions`]) are scheduled by bytes written, so small files get each of
+//! them at least once and large files get them regularly:
 //!
 //! - **parallel tools**: A1←A2←…←An, then R1..Rn with `Ri.parentUuid = Ai` and
 //!   `sourceToolAssistantUUID = Ai` (the write order of real 2.1.x files); the next line hangs
@@ -40,21 +40,21 @@
 //!
 //! # How [`Expected`] is modelled
 //!
-//! The generator keeps the *resume view* as an explicit list (in spliced order, SPEC A5 step
-//! 10) and edits it as it writes: a prompt/response/result is pushed; a rewind truncates it to
-//! the rewind point; a compaction replaces it with `[boundary, summary]` (plus the preserved
-//! segment); a snip removes the snipped turns (the loader re-points the survivor to the nearest
-//! surviving ancestor, which is the previous element of the list). Features are restricted so
-//! the list is certainly what SPEC A5 yields: rewinds and snips only touch whole turns after the
-//! last compaction; a preserved segment is a suffix whose every element (but the head) has the
-//! previous element as its raw parent (so no spliced tool results, progress or snipped gaps
+//! The generator keeps the *resume view* as an explicit list (in spliced order,
+//! format.md §A5 step 10) and edits it as it writes: a prompt/response/result is pushed; a rewind
+//! truncates it to the rewind point; a compaction replaces it with `[boundary, summary]` (plus the
+//! preserved segment); a snip removes the snipped turns (the loader re-points the survivor to the
+//! nearest surviving ancestor, which is the previous element of the list). Features are restricted
+//! so the list is certainly what format.md §A5 yields: rewinds and snips only touch whole turns
+//! after the last compaction; a preserved segment is a suffix whose every element (but the head)
+//! has the previous element as its raw parent (so no spliced tool results, progress or snipped gaps
 //! inside it); snips never cover turns containing progress lines or the message re-pointed from
 //! a live anchor to the tail (which would make the answer depend on the order of steps 5 and 6).
 //! `system/turn_duration` and snip boundaries are chain participants, written only before a
 //! prompt, never after the last reply. Timestamps strictly increase in file order and the file
 //! always ends with a text reply on the active chain, so the leaf is the last user/assistant line
 //! written (and any `last-prompt.leafUuid` equals the tip at the time; the final one equals the
-//! leaf). The tests check `Expected` against a small independent implementation of SPEC A5.
+//! leaf). The tests check `Expected` against a small independent implementation of format.md §A5.
 //!
 //! Files: `session` (state, the expected view, the main loop), `turn` (prompt, tool rounds,
 //! replies), `events` (metadata, corruption, the boundary schedule), `reshape` (snips,
@@ -116,7 +116,7 @@ pub struct Corruption {
     /// Two metadata records glued on one line (a `custom-title` and a `tag` that must not count).
     pub glued: bool,
     /// A message line on the active chain whose JSON text contains a lone `\ud83d` escape. It
-    /// must be recovered lossily (SPEC A1), so it is *not* a bad line: see
+    /// must be recovered lossily (format.md §A1), so it is *not* a bad line: see
     /// [`Expected::lossy_lines`].
     pub lone_surrogate: bool,
     /// A line cut in the middle of a record, followed by more records.
@@ -252,7 +252,7 @@ pub struct GeneratedAgent {
 /// The oracle for the main file.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Expected {
-    /// The active leaf by SPEC A5 step 8.
+    /// The active leaf by format.md §A5 step 8.
     pub leaf: Option<String>,
     /// Root-first uuids of the resume view (after preserved-segment relink, snips and the
     /// parallel tool-result splice of step 10).
@@ -313,7 +313,7 @@ pub fn write_file(opts: &GenOptions, path: &Path) -> io::Result<(u64, Expected)>
     Ok((file.metadata()?.len(), expected))
 }
 
-/// Claude Code's project directory name for a cwd (SPEC A3): every UTF-16 code unit that is
+/// Claude Code's project directory name for a cwd (format.md §A3): every UTF-16 code unit that is
 /// not ASCII alphanumeric becomes `-` (the generator's cwds are short, so no hashing).
 pub fn project_key(cwd: &str) -> String {
     cwd.encode_utf16()

@@ -1,7 +1,7 @@
 //! Builders for single transcript lines, with the key order Claude Code writes.
 //!
-//! Message lines start with `parentUuid` (SPEC A1). Two envelope styles exist:
-//! - [`Style::Modern`] (2.1.88, SPEC A2): `parentUuid, logicalParentUuid?, isSidechain,
+//! Message lines start with `parentUuid` (format.md §A1). Two envelope styles exist:
+//! - [`Style::Modern`] (2.1.88, format.md §A2): `parentUuid, logicalParentUuid?, isSidechain,
 //!   promptId?, agentId?`, the body, then `userType, entrypoint, cwd, sessionId, version,
 //!   gitBranch, slug?`;
 //! - [`Style::Legacy`] (1.0.x – 2.1.14, as in the real files): `parentUuid, isSidechain,
@@ -47,7 +47,7 @@ impl Obj {
         self
     }
 
-    /// Set only when `value` is `Some` (absent optional fields are omitted, SPEC A1).
+    /// Set only when `value` is `Some` (absent optional fields are omitted, format.md §A1).
     pub(crate) fn opt(self, key: &str, value: Option<impl Into<Value>>) -> Self {
         match value {
             Some(v) => self.set(key, v),
@@ -147,7 +147,7 @@ pub(crate) fn user_body(b: UserBody<'_>) -> Obj {
         .opt("permissionMode", b.permission_mode)
 }
 
-/// The `message` object of an assistant line: one content block (SPEC A2).
+/// The `message` object of an assistant line: one content block (format.md §A2).
 pub(crate) fn assistant_message(model: &str, id: &str, block: Value, usage: &Value) -> Value {
     Obj::new()
         .set("model", model)

@@ -1,7 +1,7 @@
 //! Events that reshape the conversation tree: snips, compactions (with preserved segments),
 //! rewinds, and legacy progress lines.
 //!
-//! Each one edits the expected view exactly as SPEC A5 will (see the module docs of
+//! Each one edits the expected view exactly as format.md §A5 will (see the module docs of
 //! [`super`]).
 
 use std::io::{self, Write};

@@ -1,4 +1,4 @@
-//! Tests of the generator, including a small independent implementation of SPEC A5 that
+//! Tests of the generator, including a small independent implementation of format.md §A5 that
 //! cross-checks [`Expected`].
 
 use std::collections::{HashMap, HashSet};
@@ -59,7 +59,7 @@ struct Msg {
     tool_result: bool,
 }
 
-/// Steps 1–2 of SPEC A5 plus what the later steps need.
+/// Steps 1–2 of format.md §A5 plus what the later steps need.
 #[derive(Default)]
 struct Scan {
     e: Expected,
@@ -287,7 +287,7 @@ fn walk_and_splice(msgs: &HashMap<String, Msg>, leaf: Option<String>) -> Vec<Str
     view
 }
 
-/// SPEC A5 steps 1–10, written independently of the generator's model.
+/// format.md §A5 steps 1–10, written independently of the generator's model.
 fn reference_load(bytes: &[u8]) -> Expected {
     let mut sc = scan(bytes);
     bridge_progress(&mut sc);

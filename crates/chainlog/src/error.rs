@@ -150,7 +150,7 @@ impl Error {
         self
     }
 
-    /// The process exit code for this error (SPEC B3: 1 not found, 2 usage or data).
+    /// The process exit code for this error (format.md §B3: 1 not found, 2 usage or data).
     pub fn exit_code(&self) -> u8 {
         match self {
             Error::NotFound(_)
@@ -168,7 +168,7 @@ impl Error {
 /// `Result` with [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-/// Refuses ids from users that could act as paths (SPEC B5).
+/// Refuses ids from users that could act as paths (format.md §B5).
 pub fn check_id(id: &str) -> Result<()> {
     let reason = if id.is_empty() {
         "it is empty"

@@ -37,6 +37,9 @@
 //! (listing without a store), [`format`](mod@format) (the line format), [`view`] (chains as lines and as
 //! the client's request), [`sidecar`] (index facts and verification), [`export`],
 //! [`writer`] and, with the `search` feature, `search`.
+//!
+//! References such as "format.md §A5 step 8" name a section of `docs/format.md` in the
+//! repository: the transcript format and the resume algorithm chainlog implements.
 
 mod catalog;
 mod chain;
@@ -112,6 +115,7 @@ pub mod format {
 /// reference loader, faults.
 pub mod sidecar {
     pub use crate::catalog::cache::FactsCache;
+    pub use crate::index::progress::{ProgressFn, REPORT_ABOVE, set_progress};
     pub use crate::index::schema::INDEX_SCHEMA_VERSION;
     pub use crate::index::state::IndexFault;
     pub use crate::index::verify::{Difference, verify};

@@ -117,4 +117,15 @@ impl Store {
             t => self.conversation(t.path(), opts),
         }
     }
+
+    /// The sub-agents of the session at `session_path` (all three layouts), oldest first.
+    pub fn agents(&self, session_path: &Path) -> Result<Vec<crate::catalog::AgentInfo>> {
+        catalog::session_agents(session_path)
+    }
+
+    /// Compares the index's answers for `transcript` with a full scan of the same bytes; an
+    /// empty list means they agree.
+    pub fn verify(&self, transcript: &Path) -> Result<Vec<crate::index::verify::Difference>> {
+        crate::index::verify::verify(self, transcript)
+    }
 }

@@ -1,4 +1,4 @@
-//! The sub-agents of one session (`chainlog agents`), in every layout (SPEC A3, A7).
+//! The sub-agents of one session (`chainlog agents`), in every layout (format.md §A3, §A7).
 //!
 //! An agent transcript is resumed like a session, with the agent leaf rule the loader applies
 //! to files whose every message is a sidechain (its newest message not named as parent by

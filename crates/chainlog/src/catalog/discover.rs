@@ -1,4 +1,4 @@
-//! Finding sessions and sub-agents on disk (SPEC A3).
+//! Finding sessions and sub-agents on disk (format.md §A3).
 //!
 //! # Context
 //! Discovery is driven by directory listings only, so a transcript deleted by Claude Code's

@@ -1,4 +1,4 @@
-//! What a picker shows for one session file (SPEC A6).
+//! What a picker shows for one session file (format.md §A6).
 //!
 //! # Context
 //! Claude Code's picker reads only the first and last 64 KiB of each file, so titles written
@@ -85,7 +85,7 @@ pub struct SessionFacts {
     pub project_key: String,
     /// `cwd` of the first message of the chain.
     pub cwd: Option<String>,
-    /// The title by the precedence of SPEC A6.
+    /// The title by the precedence of format.md §A6.
     pub title: String,
     /// The last `custom-title` of the leaf's session.
     pub custom_title: Option<String>,
@@ -101,7 +101,7 @@ pub struct SessionFacts {
     pub git_branch: Option<String>,
     /// The last `tag` (`""` clears it).
     pub tag: Option<String>,
-    /// Visible messages on the chain (SPEC A6).
+    /// Visible messages on the chain (format.md §A6).
     pub message_count: u64,
     /// Time of the first message of the chain (RFC 3339, UTC, milliseconds).
     pub created: Option<String>,
@@ -183,7 +183,7 @@ pub fn scan_session_facts(path: &Path) -> Result<SessionFacts> {
     session_facts(path, &t, &res)
 }
 
-/// The facts of one session file (SPEC A6) from its scan and resolution.
+/// The facts of one session file (format.md §A6) from its scan and resolution.
 ///
 /// Pass a [`View::Full`] resolution (as [`scan_session_facts`] does) so `created`, the first
 /// prompt and the count describe the whole conversation rather than the part after the last
@@ -318,7 +318,7 @@ impl ChainReader<'_> {
         Ok(None)
     }
 
-    /// The first meaningful prompt (SPEC A6) among the chain's user messages.
+    /// The first meaningful prompt (format.md §A6) among the chain's user messages.
     fn first_prompt(&self) -> Result<Option<String>> {
         for link in self.chain {
             if link.kind != Kind::User {

@@ -174,7 +174,8 @@ pub fn list_sessions(
 
 /// [`list_sessions`], but an item that cannot be read (a transcript, a top-level agent file,
 /// a project or `subagents/` folder) is left out and its error pushed to `skipped`, so one
-/// unreadable file does not hide the others (SPEC B5). Only the projects root itself is fatal.
+/// unreadable file does not hide the others (format.md §B5). Only the projects root itself is
+/// fatal.
 pub fn list_sessions_skipping(
     claude_dir: &Path,
     opts: &ListOptions,

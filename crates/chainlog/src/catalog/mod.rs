@@ -1,4 +1,5 @@
-//! The catalog: which sessions exist and what a picker shows about them (SPEC A3, A6, A7).
+//! The catalog: which sessions exist and what a picker shows about them
+//! (format.md §A3, §A6, §A7).
 //!
 //! | module | job |
 //! |---|---|

@@ -1,4 +1,4 @@
-//! Where transcripts live: the config root, the projects root and project keys (SPEC A3).
+//! Where transcripts live: the config root, the projects root and project keys (format.md §A3).
 //!
 //! # Context
 //! Claude Code files a session under `<config>/projects/<key>/`, where `<key>` is the session's
@@ -59,7 +59,7 @@ pub fn projects_root(claude_dir: &Path) -> PathBuf {
     claude_dir.join("projects")
 }
 
-/// The project key of a working directory, exactly as Claude Code computes it (SPEC A3).
+/// The project key of a working directory, exactly as Claude Code computes it (format.md §A3).
 ///
 /// Long keys get the suffix Claude Code's Node build writes (a 32-bit string hash in base
 /// 36); the Bun build writes another hash, which is why lookups use [`key_matches`].

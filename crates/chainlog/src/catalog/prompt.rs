@@ -1,4 +1,4 @@
-//! The text a picker shows for a prompt (SPEC A6 "first meaningful prompt").
+//! The text a picker shows for a prompt (format.md §A6 "first meaningful prompt").
 //!
 //! | user text | shown |
 //! |---|---|

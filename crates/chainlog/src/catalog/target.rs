@@ -1,4 +1,4 @@
-//! What a user means by `resume X` (SPEC A7, B5).
+//! What a user means by `resume X` (format.md §A7, §B5).
 //!
 //! `X` is tried, in order, as:
 //!

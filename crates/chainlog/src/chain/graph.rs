@@ -44,7 +44,7 @@ pub trait Graph {
     fn checkpoints(&self) -> Cow<'_, [Id]>;
 
     /// The newest leaf by `(timestamp, map position)` among user/assistant leaves, sidechain
-    /// ones included only when `sidechain_ok` (SPEC A5 step 8b).
+    /// ones included only when `sidechain_ok` (format.md §A5 step 8b).
     fn newest_leaf(&self, sidechain_ok: bool) -> Result<Option<usize>, Self::Error> {
         let mut best = None;
         for i in self.leaves()? {
@@ -57,7 +57,7 @@ pub trait Graph {
     }
 
     /// The nearest live row before row `i` in map order whose sidechain flag is `sidechain`
-    /// (the candidate of a chain-break bridge, SPEC A8). Scans back from `i`.
+    /// (the candidate of a chain-break bridge, format.md §A8). Scans back from `i`.
     fn earlier_row(&self, i: usize, sidechain: bool) -> Result<Option<usize>, Self::Error> {
         for j in (0..i).rev() {
             let h = self.head(j)?;

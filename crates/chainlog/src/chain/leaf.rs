@@ -1,11 +1,11 @@
-//! Choosing the leaf a resume starts from (SPEC A5 step 8).
+//! Choosing the leaf a resume starts from (format.md §A5 step 8).
 //!
 //! One rule, documented and overridable:
 //! 1. the newest `last-prompt` carrying a `leafUuid`, if that names a known message M (an older
 //!    checkpoint is never used: it would silently cut off newer messages). A checkpoint can be
 //!    stale (Claude Code writes it before the turn completes; SIGINT/SIGKILL leave newer
 //!    messages below M): when a user/assistant leaf descends from M, the newest such leaf
-//!    (rule 2) wins instead (SPEC A5 step 8a amended, A8);
+//!    (rule 2) wins instead (format.md §A5 step 8a, amended by §A8);
 //! 2. else, among leaves that are non-sidechain user/assistant messages, the greatest
 //!    timestamp (ties: later map position);
 //! 3. in an agent transcript (every message is a sidechain), the same over all its leaves.

@@ -1,7 +1,7 @@
-//! The reference loader: from a full scan to a chain (SPEC A5).
+//! The reference loader: from a full scan to a chain (format.md §A5).
 //!
 //! This is the oracle every faster path must match. It is written to be obviously right:
-//! each step of SPEC A5 lives in one small module, in order.
+//! each step of format.md §A5 lives in one small module, in order.
 //!
 //! | step | module |
 //! |---|---|
@@ -88,7 +88,7 @@ pub struct Link {
     pub zero_usage: bool,
 }
 
-/// A chain break found on the chosen chain (SPEC A5 step 11).
+/// A chain break found on the chosen chain (format.md §A5 step 11).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ChainBreak {
     /// The message whose parent is missing.
@@ -101,7 +101,7 @@ pub struct ChainBreak {
     pub reachable_fraction: f64,
 }
 
-/// A chain break the walk bridged to the nearest earlier message (SPEC A8).
+/// A chain break the walk bridged to the nearest earlier message (format.md §A8).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ChainBridge {
     /// The message whose parent is missing.
@@ -164,9 +164,9 @@ pub struct Resolution {
 }
 
 impl Resolution {
-    /// The strict walk of SPEC A5 step 9 (`--no-bridge`): the chain ends at the first missing
-    /// parent seen from the leaf, which is reported as the chain break. Parallel results
-    /// spliced after an anchor before the cut go with it.
+    /// The strict walk of format.md §A5 step 9 (`--no-bridge`): the chain ends at the first
+    /// missing parent seen from the leaf, which is reported as the chain break. Parallel
+    /// results spliced after an anchor before the cut go with it.
     #[must_use]
     pub fn strict(mut self) -> Resolution {
         let Some(b) = self.bridges.first().cloned() else {
@@ -205,7 +205,7 @@ pub struct UnknownLeaf {
     pub name: String,
 }
 
-/// Resolves the active chain of a scanned transcript (SPEC A5 steps 3–11).
+/// Resolves the active chain of a scanned transcript (format.md §A5 steps 3–11).
 pub fn resolve(t: &Transcript, opts: ResolveOptions) -> Result<Resolution, UnknownLeaf> {
     let resume_tree = Tree::build(t, Projection::Resume);
     graph::infallible(resolve_graph(&resume_tree, opts, &t.names, || {

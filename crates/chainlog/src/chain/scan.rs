@@ -1,4 +1,4 @@
-//! The full scan: every line of one transcript, parsed into rows (SPEC A5 steps 1–2, 4).
+//! The full scan: every line of one transcript, parsed into rows (format.md §A5 steps 1–2, 4).
 //!
 //! This is the plain reference reader. It reads the whole file once, keeps one compact
 //! [`MessageRow`] per message (never the bodies), merges metadata as it goes, and records
@@ -15,7 +15,7 @@ use crate::transcript::frame::{FrameSummary, Framer, Line, LinePos};
 use crate::transcript::id::{Id, IdNames};
 use crate::transcript::metadata::Metadata;
 
-/// One message of the map `uuid → entry` (SPEC A5 step 2).
+/// One message of the map `uuid → entry` (format.md §A5 step 2).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct MessageRow {
     /// The parsed envelope (of the last line written with this uuid).

@@ -1,4 +1,4 @@
-//! Recovering parallel tool results (SPEC A5 step 10).
+//! Recovering parallel tool results (format.md §A5 step 10).
 //!
 //! # Context
 //! One API response with N content blocks is written as N assistant lines sharing a
@@ -71,7 +71,7 @@ pub fn splice_parallel<G: Graph>(g: &G, chain: &[usize]) -> Result<Vec<usize>, G
         for r in results {
             recovered.push(r);
             // Attachments chained after a recovered result (hook additional context) come
-            // with it, as the client loads them (SPEC A8).
+            // with it, as the client loads them (format.md §A8).
             let mut at = g.head(r)?.uuid;
             while let Some(a) = g
                 .attachments_of(at)?

@@ -1,9 +1,9 @@
-//! The message tree after the load-time projections (SPEC A5 steps 3, 5, 6, 7).
+//! The message tree after the load-time projections (format.md §A5 steps 3, 5, 6, 7).
 //!
 //! # Context
 //! The parent links on disk are not the links resume follows. Legacy progress entries sit in
 //! the chain, a preserved segment is re-attached after a compaction, and snipped messages are
-//! removed with their children re-pointed. [`Tree::build`] applies these in SPEC order to the
+//! removed with their children re-pointed. [`Tree::build`] applies these in step order to the
 //! rows of a full scan and then computes the leaf set.
 //!
 //! # Design
@@ -35,7 +35,7 @@ pub struct Tree<'t> {
     index: HashMap<Id, usize>,
     parent: Vec<Option<Id>>,
     alive: Vec<bool>,
-    /// Leaves (SPEC A5 step 7), as row indexes in map order.
+    /// Leaves (format.md §A5 step 7), as row indexes in map order.
     pub leaves: Vec<usize>,
     /// Assistants in a live preserved segment whose usage counts are zeroed.
     pub zeroed_usage: HashSet<Id>,

@@ -1,4 +1,4 @@
-//! Walking from the leaf to the root (SPEC A5 steps 9 and 11) for both views.
+//! Walking from the leaf to the root (format.md §A5 steps 9 and 11) for both views.
 
 use std::collections::HashSet;
 
@@ -36,7 +36,7 @@ pub struct Walk {
     pub bridges: Vec<Bridged>,
 }
 
-/// A missing parent replaced by the nearest earlier message (SPEC A8).
+/// A missing parent replaced by the nearest earlier message (format.md §A8).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Bridged {
     /// The row whose parent is missing.
@@ -48,7 +48,7 @@ pub struct Bridged {
 }
 
 /// The largest age gap a bridge crosses: the client bridges a missing parent to the nearest
-/// earlier message of the same sidechain flag when it is at most this much older (SPEC A8:
+/// earlier message of the same sidechain flag when it is at most this much older (format.md §A8:
 /// 1.8 s bridged, 38.7 s not).
 pub const BRIDGE_MAX_MS: i64 = 5_000;
 
@@ -67,7 +67,7 @@ fn bridge_target<G: Graph>(g: &G, child: usize) -> Result<Option<usize>, G::Erro
 /// Walks `parentUuid` from `leaf`. With `cross_boundaries`, a compact boundary's
 /// `logicalParentUuid` is followed (the full view). A missing parent is bridged to the nearest
 /// earlier message of the same sidechain flag at most [`BRIDGE_MAX_MS`] older, as the client
-/// does (SPEC A8); a larger gap ends the walk with [`Stop::MissingParent`].
+/// does (format.md §A8); a larger gap ends the walk with [`Stop::MissingParent`].
 pub fn walk<G: Graph>(g: &G, leaf: usize, cross_boundaries: bool) -> Result<Walk, G::Error> {
     let mut rows = Vec::new();
     let mut bridges = Vec::new();
@@ -88,7 +88,7 @@ pub fn walk<G: Graph>(g: &G, leaf: usize, cross_boundaries: bool) -> Result<Walk
         let Some(p) = next else { break Stop::Root };
         match g.get(p)? {
             // A boundary copied by `--fork-session` names a pre-compact message that the copy
-            // holds after the boundary (SPEC A8): the conversation starts at the boundary.
+            // holds after the boundary (format.md §A8): the conversation starts at the boundary.
             Some(i) if crossing && seen.contains(&i) => break Stop::Root,
             Some(i) => cur = i,
             None => match bridge_target(g, cur)? {

@@ -1,6 +1,6 @@
 //! Re-deriving the projections of one file after its rows changed.
 //!
-//! The projected tree (SPEC A5 steps 3, 5, 6, 7) is computed by the very code the reference
+//! The projected tree (format.md §A5 steps 3, 5, 6, 7) is computed by the very code the reference
 //! loader uses ([`Tree::from_rows`]) over the rows stored in the index — never by re-reading
 //! the transcript — and stored by the one encoder of the derived state
 //! ([`super::state::Encoder`]): re-pointed parents, dead rows, leaves and zeroed-usage rows.

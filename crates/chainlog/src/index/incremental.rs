@@ -6,7 +6,7 @@
 //! what an append can change, and declines (the caller then re-derives) for anything else.
 //!
 //! # Design
-//! An append of message `r` under parent `p` can only change the leaf status (SPEC A5 step 7)
+//! An append of message `r` under parent `p` can only change the leaf status (format.md §A5 step 7)
 //! of `r` itself and of `T`, the first user/assistant at or above `p`: `T` is a leaf iff it has
 //! no live user/assistant child and a terminal is reachable from it through non-turn
 //! children. Both are recomputed from the stored edges after the whole batch is in.
@@ -78,7 +78,7 @@ fn reaches_terminal(
     Ok(false)
 }
 
-/// SPEC A5 step 7 for one user/assistant row.
+/// format.md §A5 step 7 for one user/assistant row.
 fn is_leaf(t: &Tables<'_>, row: &MessageRow) -> Result<bool, Decline> {
     let kids = t.children_of(row.head.uuid)?;
     if kids.iter().any(|(_, k)| k.head.kind.is_turn()) {

@@ -274,7 +274,7 @@ pub fn catch_up(
             e => e,
         };
         let (summary, hashed) =
-            ingest_from(txn, &file, &mut st, stat.len, &mut batch).map_err(named)?;
+            ingest_from(txn, &file, path, &mut st, stat.len, &mut batch).map_err(named)?;
         report.bytes = summary.complete_len - before;
         report.lines = summary.lines;
         st.torn_tail = summary.torn_tail;
@@ -602,6 +602,7 @@ impl Tables<'_> {
 fn ingest_from(
     txn: &WriteTransaction,
     file: &File,
+    path: &Path,
     st: &mut FileState,
     len: u64,
     batch: &mut Batch,
@@ -627,8 +628,12 @@ fn ingest_from(
     file.read_exact_at(&mut prefix, base).map_err(io)?;
     let mut reader = file;
     reader.seek(SeekFrom::Start(st.indexed_len)).map_err(io)?;
-    let mut hashing =
-        HashingReader::new(reader.take(len - st.indexed_len), st.indexed_len, &prefix);
+    let reporting = super::progress::Reporting::new(
+        reader.take(len - st.indexed_len),
+        path,
+        len - st.indexed_len,
+    );
+    let mut hashing = HashingReader::new(reporting, st.indexed_len, &prefix);
     let framer = Framer::resume_at(st.indexed_len, st.lines);
     // Two stages on two threads: framing + parsing + fingerprinting, and storing. Parsed
     // lines travel in chunks through a bounded channel, so memory stays bounded.

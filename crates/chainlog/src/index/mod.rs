@@ -26,6 +26,7 @@ pub mod incremental;
 pub mod ingest;
 pub mod lookup;
 pub mod open;
+pub mod progress;
 pub mod query;
 pub mod schema;
 pub mod state;

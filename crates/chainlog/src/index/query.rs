@@ -149,7 +149,7 @@ impl IndexGraph {
     /// entry (`progress`), or was never seen (`forward`). A parent in none of them is a `uuids`
     /// key the damage changed: without this check, the lookup would miss and the walk would
     /// bridge or stop at a chain break that is not there. A progress parent of a live row is
-    /// always re-pointed (SPEC A5 step 3): one that was not is a `derived` key the damage
+    /// always re-pointed (format.md §A5 step 3): one that was not is a `derived` key the damage
     /// changed.
     fn check_named(&self, i: usize, p: Id) -> Result<(), IndexFault> {
         let f = self.st().file;

@@ -35,7 +35,7 @@ use redb::TableDefinition;
 /// - 4: `FileState` and the cached facts record the status-change time (ctime) and when
 ///   the file was last checked (racy-mtime rule).
 /// - 5: no `meta_entries` table (metadata lines were stored but never read: resume needs only
-///   [`FileState::checkpoint`], titles come from `facts`).
+///   `FileState::checkpoint`, titles come from `facts`).
 /// - 6: checksums cover the key a value is stored under (`codec`): `rows`, `files`,
 ///   `bad_lines`, `facts` values, and `derived` and `progress` values (raw bytes plus a
 ///   checksum, [`crate::index::codec::tag`]); `FileState` counts `bad_lines` and `names`
@@ -121,7 +121,7 @@ pub mod derived {
     pub const DEAD: u8 = 2;
     /// A row of the live preserved segment: kept although it precedes `drop_before`.
     pub const PRESERVED: u8 = 5;
-    /// The row is a leaf (SPEC A5 step 7). Value: seq (4 bytes LE).
+    /// The row is a leaf (format.md §A5 step 7). Value: seq (4 bytes LE).
     pub const LEAF: u8 = 3;
     /// A preserved assistant whose usage is zeroed.
     pub const ZEROED: u8 = 4;
@@ -171,9 +171,9 @@ pub struct FileState {
     pub names: u64,
     /// Unterminated tail seen at the last catch-up: `(offset, len)`.
     pub torn_tail: Option<(u64, u64)>,
-    /// `leafUuid` of the newest `last-prompt` that carries one (SPEC A5 step 8a).
+    /// `leafUuid` of the newest `last-prompt` that carries one (format.md §A5 step 8a).
     pub checkpoint: Option<crate::transcript::id::Id>,
-    /// Rows before this map position are dropped unless preserved (SPEC A5 step 5).
+    /// Rows before this map position are dropped unless preserved (format.md §A5 step 5).
     pub drop_before: Option<u32>,
     /// The anchor of the live preserved segment: its children are re-pointed (step 5).
     pub segment_anchor: Option<crate::transcript::id::Id>,

@@ -250,7 +250,7 @@ where
     }
 
     /// Checks, when answering, what the projections imply of an effective parent: a live row
-    /// whose line names a snipped parent is always re-pointed (SPEC A5 step 6), so one without
+    /// whose line names a snipped parent is always re-pointed (format.md §A5 step 6), so one without
     /// a `PARENT` fact lost it to damage. (Not while a batch is being added: its facts are not
     /// written yet.)
     pub fn strict(mut self) -> Self {
@@ -356,7 +356,7 @@ where
         })
     }
 
-    /// The map position of a live message (SPEC A5 steps 5 and 6 applied).
+    /// The map position of a live message (format.md §A5 steps 5 and 6 applied).
     pub fn live(&self, id: Id) -> Fault<Option<u32>> {
         let Some(seq) = self.seq_of(id)? else {
             return Ok(None);

@@ -1,4 +1,4 @@
-//! The API view: the `messages` the real client builds from a resume view (SPEC A8).
+//! The API view: the `messages` the real client builds from a resume view (format.md §A8).
 //!
 //! # Context
 //! A resume view is a list of transcript entries. What the model sees is different: one
@@ -6,7 +6,7 @@
 //! message; system entries are dropped except local commands (sent as user text); API-error
 //! replies are dropped; unanswered tool calls are dropped mid-conversation and repaired at the
 //! end; a conversation ending on a user message gets "No response requested.". Claude Code
-//! 2.1.328 was observed doing exactly this (`../shared/conformance`, tests/conformance.rs).
+//! 2.1.328 was observed doing exactly this (the conformance kit, see tests/conformance.rs).
 //!
 //! # Design
 //! [`api_messages`] runs in passes over owned [`Unit`]s (one per entry), in the order the
@@ -294,7 +294,7 @@ fn regroup(units: Vec<Unit>) -> Vec<Unit> {
             let moved: Vec<Unit> = out.drain(j + 1..).collect();
             let blocks = &mut out[j].blocks;
             blocks.extend(u.blocks);
-            // Merged lines put text before tool calls (SPEC A8).
+            // Merged lines put text before tool calls (format.md §A8).
             let (calls, other): (Vec<Value>, Vec<Value>) = std::mem::take(blocks)
                 .into_iter()
                 .partition(|b| block_type(b) == "tool_use");
@@ -450,7 +450,7 @@ fn message(role: &str, blocks: Vec<Value>, plain: bool) -> Value {
     Value::Object(m)
 }
 
-/// The `messages` the client builds from a resume view (SPEC A8 "The API view"), without
+/// The `messages` the client builds from a resume view (format.md §A8 "The API view"), without
 /// the request-time injections and without the new prompt.
 pub fn api_messages(view: &[ViewEntry], opts: &ApiOptions) -> Vec<Value> {
     let values: Vec<Value> = view.iter().filter_map(ViewEntry::value).collect();
@@ -496,7 +496,7 @@ pub fn api_messages_of(entries: &[Value], opts: &ApiOptions) -> Vec<Value> {
     join(units)
 }
 
-/// How a view ends after the clean-up of SPEC A7 step 2 (interrupt detection).
+/// How a view ends after the clean-up of format.md §A7 step 2 (interrupt detection).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Tail {
     /// Nothing that is sent.

@@ -109,7 +109,7 @@ impl Conversation {
         self.answer.resolution.chain_break.as_ref()
     }
 
-    /// Whether the conversation ends interrupted (SPEC A7), and how.
+    /// Whether the conversation ends interrupted (format.md §A7), and how.
     pub fn interrupt(&self) -> Interrupt {
         detect(&self.entries)
     }
@@ -263,7 +263,7 @@ impl Store {
     }
 
     /// A fork agent's inherited context: the parent's chain up to the spawning `tool_use`
-    /// line (SPEC A8), or nothing for any other transcript.
+    /// line (format.md §A8), or nothing for any other transcript.
     fn fork_prefix(&self, fork: &ForkContext, no_index: bool) -> Result<(Vec<ViewEntry>, IdNames)> {
         let last = Id::from_text(&fork.parent_last);
         let opts = ResolveOptions {

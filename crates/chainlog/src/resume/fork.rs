@@ -1,4 +1,4 @@
-//! Fork agents (`subagent_type:"fork"`, SPEC A8): the agent file starts with a
+//! Fork agents (`subagent_type:"fork"`, format.md §A8): the agent file starts with a
 //! `fork-context-ref` entry instead of a copy of the parent's lines. The agent's real context
 //! is the parent's chain up to `parentLastUuid` (the line of the spawning `tool_use`),
 //! followed by the agent's own lines.

@@ -1,6 +1,6 @@
-//! Interrupt detection on resumed messages (SPEC A7 step 3, as amended by A8).
+//! Interrupt detection on resumed messages (format.md §A7 step 3, as amended by §A8).
 //!
-//! Runs after the clean-up of A7 step 2 (the same passes as the API view,
+//! Runs after the clean-up of §A7 step 2 (the same passes as the API view,
 //! [`super::api`]): a trailing thinking-only reply or a reply whose every `tool_use` is
 //! unanswered is not a finished reply. A chain ending in a `prompt_snapshot` or hook
 //! attachment, a local command or an API-error reply is not interrupted (Claude Code

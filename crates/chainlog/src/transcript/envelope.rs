@@ -6,7 +6,7 @@
 //! body (`IgnoredAny`), and the body is only needed for the lines a caller actually returns.
 //! [`parse_line`] turns one framed line into an [`Entry`]: either a [`MessageHead`] (a compact,
 //! owned, fixed-size summary that both the reference loader and the index store) or a
-//! [`MetaEntry`] (a metadata line, merged per SPEC A2). Lines that `serde_json` refuses are
+//! [`MetaEntry`] (a metadata line, merged per format.md §A2). Lines that `serde_json` refuses are
 //! retried once through [`super::lossy::repair`] before being reported as bad.
 
 use std::borrow::Cow;
@@ -107,7 +107,7 @@ impl Flags {
     pub const COMPACT_BOUNDARY: u16 = 1 << 5;
     /// A system entry carrying `snipMetadata.removedUuids`.
     pub const SNIP: u16 = 1 << 6;
-    /// Visible for the picker's message count (SPEC A6).
+    /// Visible for the picker's message count (format.md §A6).
     pub const VISIBLE: u16 = 1 << 7;
     /// `isVisibleInTranscriptOnly` or `isVirtual`.
     pub const UI_ONLY: u16 = 1 << 8;
@@ -120,7 +120,7 @@ impl Flags {
     }
 }
 
-/// The preserved segment of a compact boundary (SPEC A5 step 5).
+/// The preserved segment of a compact boundary (format.md §A5 step 5).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Segment {
     /// First preserved message.

@@ -3,7 +3,7 @@
 //! # Context
 //! Claude Code reads its transcripts with `JSON.parse` and looks fields up loosely: an
 //! `"agentId":7`, an `"isSidechain":0`, a text block with `"text":123` or a numeric timestamp
-//! do not make it drop the message, and a duplicate key means the last value (SPEC B5: no
+//! do not make it drop the message, and a duplicate key means the last value (format.md §B5: no
 //! input loses a session). A `serde` derive refuses the whole line on the first such field.
 //!
 //! # Design

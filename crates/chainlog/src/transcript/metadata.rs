@@ -1,4 +1,4 @@
-//! Merging metadata entries (SPEC A2).
+//! Merging metadata entries (format.md §A2).
 //!
 //! Metadata entries have no place in the message tree. Each type has a key (the field its map
 //! is keyed by) and a merge rule. Values stay in the JSONL: the maps hold the line position

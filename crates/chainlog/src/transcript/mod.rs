@@ -1,6 +1,6 @@
 //! Reading transcripts: framing lines, parsing envelopes, merging metadata.
 //!
-//! This layer knows the JSONL format (SPEC A1–A2) and nothing about chains or indexes.
+//! This layer knows the JSONL format (format.md §A1–A2) and nothing about chains or indexes.
 
 pub mod envelope;
 pub mod frame;

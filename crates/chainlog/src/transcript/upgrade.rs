@@ -19,7 +19,7 @@
 //! | | `"attachment":{"type":"new_directory",…}` | `"attachment":{"type":"directory",…}` |
 //!
 //! Steps cannot delete or add entries (a legacy `progress` line is dropped by the chain
-//! builder, SPEC A5 step 3, not here).
+//! builder, format.md §A5 step 3, not here).
 
 use serde_json::Value;
 
@@ -40,7 +40,7 @@ pub fn upgrade(entry: &mut Value) -> bool {
     changed
 }
 
-/// `0001-legacy-attachment-types` (SPEC A7 step 1): attachment types renamed by Claude Code,
+/// `0001-legacy-attachment-types` (format.md §A7 step 1): attachment types renamed by Claude Code,
 /// `new_file` → `file` and `new_directory` → `directory`.
 fn legacy_attachment_types(entry: &mut Value) -> bool {
     if entry.get("type").and_then(Value::as_str) != Some("attachment") {

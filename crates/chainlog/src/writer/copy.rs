@@ -1,5 +1,5 @@
 //! New sessions made from an old one: `fork` (as `claude --resume X --fork-session` writes it,
-//! SPEC A8) and `branch` (SPEC A7, chainlog's active-chain variant of `/branch`).
+//! format.md §A8) and `branch` (format.md §A7, chainlog's active-chain variant of `/branch`).
 //!
 //! Both read the source's resume view through the index (the lines of the view, by offset) and
 //! its session metadata (`custom-title`, `content-replacement`) with a byte-prefix filter over
@@ -12,7 +12,7 @@
 //! | `parentUuid` | kept | re-chained: each message's parent is the previous copied one |
 //! | `sessionId` | new | new |
 //! | `promptId` | re-stamped (one new id per old one) | kept |
-//! | extra | `requestSessionId` = source id (last key; SPEC is silent on its place) | `forkedFrom{sessionId, messageUuid}` |
+//! | extra | `requestSessionId` = source id (last key; its place is our choice) | `forkedFrom{sessionId, messageUuid}` |
 //! | metadata | last `custom-title`, every `content-replacement` of the session | one combined `content-replacement`, `custom-title` `<name or first prompt> (Branch)` / `(Branch N)` |
 
 use std::collections::HashMap;
@@ -116,7 +116,7 @@ fn cwd_of(entries: &[serde_json::Map<String, Value>]) -> String {
 }
 
 /// Writes a new session holding `source`'s resume view (cut after `at`) the way
-/// `--fork-session` does (SPEC A8). Returns the new session id.
+/// `--fork-session` does (format.md §A8). Returns the new session id.
 pub fn fork(store: &Store, source: &Path, at: Option<&str>) -> Result<String> {
     let src_sid = source_session_id(source)?;
     let entries = view(store, source, at)?;
@@ -148,7 +148,7 @@ pub fn fork(store: &Store, source: &Path, at: Option<&str>) -> Result<String> {
 }
 
 /// Writes a new session holding `source`'s active chain with `forkedFrom`, one combined
-/// `content-replacement` and a `(Branch)` title (SPEC A7). Returns the new session id.
+/// `content-replacement` and a `(Branch)` title (format.md §A7). Returns the new session id.
 pub fn branch(store: &Store, source: &Path, name: Option<&str>) -> Result<String> {
     let src_sid = source_session_id(source)?;
     let entries = view(store, source, None)?;

@@ -1,5 +1,5 @@
-//! The write path (SPEC A4, A7, A8): appending entries Claude Code will resume, tombstones,
-//! and new sessions made from old ones (fork, branch).
+//! The write path (format.md §A4, §A7, §A8): appending entries Claude Code will resume,
+//! tombstones, and new sessions made from old ones (fork, branch).
 //!
 //! # Context
 //! A program that records an agent's conversation (another harness, a migration, a test rig, a
@@ -19,7 +19,7 @@
 //! [`SessionWriter`] routes each entry to a `sink::Sink`: sidechain messages with an
 //! `agentId` (and agent `content-replacement`s) go to `<sid>/subagents/agent-<id>.jsonl`, the
 //! rest to `<sid>.jsonl`. Entries wait in memory until [`SessionWriter::flush`]; the main file
-//! is created only with its first user or assistant message (SPEC A4 lazy materialisation),
+//! is created only with its first user or assistant message (format.md §A4 lazy materialisation),
 //! metadata set before then is written first.
 //!
 //! Dedup (main thread only, never sidechains): a message whose uuid the session already holds
@@ -29,11 +29,13 @@
 //! of its resume view (where Claude Code's own writer continues after `--resume`).
 
 mod copy;
+mod git;
 mod shape;
 mod sink;
 mod tombstone;
 
 pub use copy::{branch, fork};
+pub use git::git_branch;
 pub use tombstone::TAIL_WINDOW;
 
 use std::collections::BTreeMap;
@@ -46,9 +48,50 @@ use crate::index::Store;
 use shape::{Stamp, is_message_type};
 use sink::{Pending, Sink};
 
-/// The Claude Code version whose shape the writer writes (SPEC A8), stamped as `version`
+/// The Claude Code version whose shape the writer writes (format.md §A8), stamped as `version`
 /// unless [`WriterOptions::version`] says otherwise.
 pub const WRITTEN_VERSION: &str = "2.1.328";
+
+/// Bytes of messages written to the main file after which the session's title and tag are
+/// written again (and again at close), so a reader that looks only at a file's last 64 KiB
+/// (Claude Code's picker) still finds them, as Claude Code itself re-appends them.
+pub const META_REAPPEND_BYTES: u64 = 32 * 1024;
+
+/// The title and tag a session carries, re-appended to stay near its end.
+#[derive(Debug, Default)]
+struct Carried {
+    title: Option<String>,
+    tag: Option<String>,
+    /// Main-file bytes written since they were last written.
+    since: u64,
+    /// A title or tag entry is queued (it goes out with the next main-file write).
+    queued: bool,
+}
+
+impl Carried {
+    /// The entries that restate them.
+    fn entries(&self) -> Vec<Value> {
+        let mut out = Vec::new();
+        if let Some(t) = &self.title {
+            out.push(serde_json::json!({"type": "custom-title", "customTitle": t}));
+        }
+        if let Some(t) = &self.tag {
+            out.push(serde_json::json!({"type": "tag", "tag": t}));
+        }
+        out
+    }
+
+    /// Notes a queued main-file entry of type `ty`.
+    fn note(&mut self, ty: &str, o: &Map<String, Value>) {
+        let text = |k: &str| o.get(k).and_then(Value::as_str).map(str::to_owned);
+        match ty {
+            "custom-title" => self.title = text("customTitle").filter(|t| !t.is_empty()),
+            "tag" => self.tag = text("tag").filter(|t| !t.is_empty()),
+            _ => return,
+        }
+        self.queued = true;
+    }
+}
 
 /// What the writer stamps on entries, and how durable a flush is.
 #[derive(Debug, Clone)]
@@ -57,7 +100,8 @@ pub struct WriterOptions {
     pub cwd: String,
     /// `version` of written messages.
     pub version: String,
-    /// `gitBranch`, when known.
+    /// `gitBranch`, when known ([`WriterOptions::new`] reads it from the repository holding
+    /// `cwd`, see [`git_branch`]).
     pub git_branch: Option<String>,
     /// `entrypoint` (`cli`, `sdk-cli`, ...), when set.
     pub entrypoint: Option<String>,
@@ -66,12 +110,13 @@ pub struct WriterOptions {
 }
 
 impl WriterOptions {
-    /// Options for messages recorded in `cwd`.
+    /// Options for messages recorded in `cwd`, with the branch checked out there.
     pub fn new(cwd: impl Into<String>) -> WriterOptions {
+        let cwd = cwd.into();
         WriterOptions {
-            cwd: cwd.into(),
+            git_branch: git_branch(Path::new(&cwd)),
+            cwd,
             version: WRITTEN_VERSION.into(),
-            git_branch: None,
             entrypoint: None,
             fsync: true,
         }
@@ -99,6 +144,7 @@ pub struct SessionWriter {
     main: Sink,
     agents: BTreeMap<String, Sink>,
     agent_meta: BTreeMap<String, Value>,
+    carried: Carried,
 }
 
 impl Store {
@@ -113,6 +159,16 @@ impl Store {
         check_id(session_id)?;
         let mut main = Sink::new(project_dir.join(format!("{session_id}.jsonl")), true);
         main.start(self)?;
+        // The title and tag the session already has (from the index's cached facts).
+        let mut carried = Carried::default();
+        if main.path.is_file() {
+            let mut cache = crate::catalog::cache::FactsCache::new(self);
+            if let Ok(f) = cache.facts(&main.path) {
+                carried.title = f.custom_title.filter(|t| !t.is_empty());
+                carried.tag = f.tag.filter(|t| !t.is_empty());
+            }
+            let _ = cache.flush();
+        }
         Ok(SessionWriter {
             store: self.clone(),
             project_dir: project_dir.to_path_buf(),
@@ -121,6 +177,7 @@ impl Store {
             main,
             agents: BTreeMap::new(),
             agent_meta: BTreeMap::new(),
+            carried,
         })
     }
 }
@@ -134,7 +191,7 @@ pub fn check_entry(v: &Value) -> std::result::Result<(), String> {
         return Err("an entry needs a string `type`".into());
     };
     if ty == "progress" {
-        return Err("`progress` entries are not written (SPEC A4: dropped before writing)".into());
+        return Err("`progress` entries are never written (format.md §A4)".into());
     }
     for k in ["uuid", "timestamp", "agentId", "sessionId"] {
         if o.get(k).is_some_and(|x| !x.is_string()) {
@@ -190,7 +247,7 @@ impl SessionWriter {
 
     /// Queues a batch: every entry is checked first and nothing is queued if one is invalid
     /// ([`Error::InvalidEntry`] names its 0-based index). Already-written messages at the start
-    /// of the batch move the parent cursor (SPEC A4 prefix rule).
+    /// of the batch move the parent cursor (format.md §A4 prefix rule).
     pub fn append_all(&mut self, entries: Vec<Value>) -> Result<Vec<Option<String>>> {
         for (i, e) in entries.iter().enumerate() {
             check_entry(e).map_err(|reason| Error::InvalidEntry { index: i, reason })?;
@@ -221,6 +278,10 @@ impl SessionWriter {
                     .filter(|_| message)
                     .map(str::to_owned),
             );
+            if !message {
+                // Titles and tags always go to the main file.
+                self.carried.note(&ty, &o);
+            }
             let sink = self.route(&o, message)?;
             sink.pending.push(Pending {
                 entry: o,
@@ -283,6 +344,7 @@ impl SessionWriter {
             entrypoint: self.opts.entrypoint.as_deref(),
         };
         let mut report = FlushReport::default();
+        let mut main_bytes = 0;
         let mut sinks: Vec<(&str, &mut Sink)> = vec![("", &mut self.main)];
         sinks.extend(self.agents.iter_mut().map(|(k, v)| (k.as_str(), v)));
         for (agent, sink) in sinks {
@@ -299,13 +361,39 @@ impl SessionWriter {
                     &serde_json::to_vec(&meta).unwrap_or_default(),
                 )?;
             }
+            if sink.main {
+                main_bytes = done.bytes;
+            }
             report.bytes += done.bytes;
             report.duplicates.extend(done.duplicates);
             report
                 .written
                 .extend(done.written.into_iter().map(|u| (sink.path.clone(), u)));
         }
+        if self.carried.queued && main_bytes > 0 {
+            // The title and tag went out with this write.
+            self.carried.queued = false;
+            self.carried.since = 0;
+        } else {
+            self.carried.since += main_bytes;
+        }
+        if self.carried.since >= META_REAPPEND_BYTES {
+            self.restate(&mut report)?;
+        }
         Ok(report)
+    }
+
+    /// Writes the session's title and tag again (when it has either).
+    fn restate(&mut self, report: &mut FlushReport) -> Result<()> {
+        let entries = self.carried.entries();
+        if entries.is_empty() {
+            self.carried.since = 0;
+            return Ok(());
+        }
+        self.append_all(entries)?;
+        let more = self.flush()?;
+        report.bytes += more.bytes;
+        Ok(())
     }
 
     /// Removes the message `uuid` from the main transcript (a discarded attempt), atomically
@@ -317,9 +405,14 @@ impl SessionWriter {
         Ok(removed)
     }
 
-    /// Flushes and closes.
+    /// Flushes and closes; the session's title and tag are written again when messages were
+    /// written after them.
     pub fn close(mut self) -> Result<FlushReport> {
-        self.flush()
+        let mut report = self.flush()?;
+        if self.carried.since > 0 {
+            self.restate(&mut report)?;
+        }
+        Ok(report)
     }
 }
 

@@ -1,7 +1,7 @@
 //! The shape of a written line: envelope key order, numbers as JavaScript writes them.
 //!
 //! A caller hands an entry with the fields it cares about (`type` and the body); the writer
-//! fills the envelope in the order Claude Code 2.1.x writes it (SPEC A2, and
+//! fills the envelope in the order Claude Code 2.1.x writes it (format.md §A2, and
 //! [`crate::generate`]'s `lines.rs`, which builds the same shape for the generator):
 //!
 //! `parentUuid, logicalParentUuid?, isSidechain, teamName?, agentName?, promptId?, agentId?`,
@@ -149,7 +149,7 @@ pub fn message_line(mut e: Map<String, Value>, stamp: &Stamp<'_>) -> Map<String,
 }
 
 /// A metadata entry: `type` first, the caller's keys after, `sessionId` filled when the
-/// entry type is merged per session (SPEC A2) and the caller left it out.
+/// entry type is merged per session (format.md §A2) and the caller left it out.
 pub fn metadata_line(mut e: Map<String, Value>, session_id: &str) -> Map<String, Value> {
     let mut out = Map::new();
     if let Some(t) = e.remove("type") {

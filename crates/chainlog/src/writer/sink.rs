@@ -141,7 +141,7 @@ impl Sink {
     }
 
     /// Whether the file would be created by a flush now, and may not be yet: a main
-    /// transcript appears only with its first user or assistant message (SPEC A4).
+    /// transcript appears only with its first user or assistant message (format.md §A4).
     pub fn waiting_to_materialise(&self) -> bool {
         self.main && !self.path.exists() && !self.pending.iter().any(|p| is_turn(&p.entry))
     }
@@ -159,7 +159,7 @@ impl Sink {
         let fence = self.sync_tail(store, &file)?;
         let mut pending = std::mem::take(&mut self.pending);
         if created {
-            // Metadata set before the first message is written first (SPEC A4).
+            // Metadata set before the first message is written first (format.md §A4).
             pending.sort_by_key(|p| is_message_type(entry_type(&p.entry)));
         }
         let mut buf = Vec::new();
@@ -349,7 +349,7 @@ impl Sink {
     }
 
     /// `parentUuid` (and `logicalParentUuid`, `sourceToolAssistantUUID`) when the caller left
-    /// them out (SPEC A4).
+    /// them out (format.md §A4).
     fn fill_parent(&self, e: &mut Map<String, Value>) {
         let cursor = self.cursor.clone().map_or(Value::Null, Value::from);
         let ty = entry_type(e).to_owned();

@@ -4,7 +4,7 @@
 //! written beside the transcript, `fsync`ed, and renamed over it:
 //! - line in the last 64 KiB: the prefix before the line is copied in the kernel
 //!   (`copy_file_range` through [`std::io::copy`]) and the short tail after it is read, checked
-//!   and written from memory (the "truncate and re-write what followed" of SPEC A4);
+//!   and written from memory (the "truncate and re-write what followed" of format.md §A4);
 //! - otherwise: a full rewrite, prefix and suffix both copied in the kernel.
 //!
 //! Identity: the transcript gets a new inode with the old file's permission bits; the index

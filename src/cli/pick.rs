@@ -1,0 +1,634 @@
+//! `chainlog pick`: an interactive session picker in the terminal that hands off to
+//! `claude --resume`.
+//!
+//! The list is the listing of `ls` (sessions with a message, newest first); typing filters it
+//! by title and first/last prompt (any case); the preview shows the last messages of the
+//! selected session's active chain, read once per session and cached. Enter replaces this
+//! process with `claude --resume ID` (Ctrl-F adds `--fork-session`) in the session's working
+//! directory when it still exists. `$CHAINLOG_CLAUDE` names another program to run instead of
+//! `claude` (tests run a fake one).
+//!
+//! When typing pauses, the filter is also run as a full-text search over every message (the
+//! search index of `chainlog search`); sessions found only that way are added to the rows,
+//! marked `(in messages)`. Results are cached per filter text.
+//!
+//! The terminal is set up and restored by ratatui's `init`/`restore`, whose panic hook
+//! restores it on a panic too; every other exit path calls `restore` before returning or
+//! handing off.
+
+use std::collections::{HashMap, HashSet};
+use std::io::IsTerminal;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+use std::time::Duration;
+
+use chainlog::{Block, ListOptions, Message, ResumeOptions, Role, SessionFacts, Store};
+use ratatui::Frame;
+use ratatui::crossterm::event::{self, Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+use ratatui::layout::{Constraint, Layout, Position};
+use ratatui::style::{Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block as Pane, Cell, Paragraph, Row, Table, TableState};
+
+use super::{Cli, CliError, CliResult};
+
+/// The help line at the bottom of the picker.
+const HELP: &str = "type: filter  Up/Down Ctrl-J/K: move  Enter: resume  Ctrl-F: fork  \
+                        Tab: project/all  Esc: clear/quit";
+
+/// Messages kept per cached preview (the pane shows the last ones that fit).
+const PREVIEW_KEEP: usize = 200;
+
+/// How long typing must pause before the filter is run as a full-text search.
+const SEARCH_PAUSE: Duration = Duration::from_millis(250);
+
+#[derive(Debug, clap::Args)]
+pub struct PickArgs {
+    /// The project: a working directory, a project directory, or a project key (default: the
+    /// current directory).
+    #[arg(
+        long,
+        value_name = "DIR",
+        conflicts_with = "all",
+        allow_hyphen_values = true
+    )]
+    pub project: Option<PathBuf>,
+    /// Start with every project (Tab switches between the project and all).
+    #[arg(long)]
+    pub all: bool,
+}
+
+pub fn run(cli: &Cli, a: &PickArgs) -> CliResult {
+    if !std::io::stdin().is_terminal() || !std::io::stdout().is_terminal() {
+        return Err(CliError::Out(std::io::Error::other(
+            "pick needs a terminal (use `chainlog ls` in scripts)",
+        )));
+    }
+    let store = super::store(cli)?;
+    let mut picker = Picker::new(a.project.clone(), a.all);
+    // The first listing is loaded before the screen is taken, so its errors print as usual.
+    picker.load(&store)?;
+    let mut terminal = ratatui::init();
+    let chosen = event_loop(&mut terminal, &mut picker, &store);
+    ratatui::restore();
+    let Some((facts, fork)) = chosen? else {
+        return Ok(ExitCode::SUCCESS);
+    };
+    let mut cmd = handoff(&facts, fork);
+    let err = cmd.exec();
+    Err(CliError::Out(std::io::Error::new(
+        err.kind(),
+        format!("cannot run {}: {err}", cmd.get_program().to_string_lossy()),
+    )))
+}
+
+/// The program `claude`, or the one `$CHAINLOG_CLAUDE` names, resuming (or forking) the
+/// session in its working directory when that still exists.
+fn handoff(facts: &SessionFacts, fork: bool) -> Command {
+    let program = std::env::var_os("CHAINLOG_CLAUDE")
+        .filter(|p| !p.is_empty())
+        .unwrap_or_else(|| "claude".into());
+    let mut cmd = Command::new(program);
+    cmd.arg("--resume").arg(&facts.session_id);
+    if fork {
+        cmd.arg("--fork-session");
+    }
+    if let Some(cwd) = facts.cwd.as_deref().map(Path::new).filter(|p| p.is_dir()) {
+        cmd.current_dir(cwd);
+    }
+    cmd
+}
+
+/// Draws and reads keys until the user quits (`None`) or picks a session.
+fn event_loop(
+    terminal: &mut ratatui::DefaultTerminal,
+    picker: &mut Picker,
+    store: &Store,
+) -> std::io::Result<Option<(SessionFacts, bool)>> {
+    let now = now_ms();
+    loop {
+        picker.ensure_preview(store);
+        terminal.draw(|f| picker.draw(f, now))?;
+        if picker.wants_search() && !event::poll(SEARCH_PAUSE)? {
+            // The first search of a project catches its search index up: say so meanwhile.
+            picker.searching = true;
+            terminal.draw(|f| picker.draw(f, now))?;
+            picker.search(store);
+            picker.searching = false;
+            continue;
+        }
+        let Event::Key(key) = event::read()? else {
+            continue;
+        };
+        if key.kind != KeyEventKind::Press {
+            continue;
+        }
+        match picker.key(key) {
+            Action::None => {}
+            Action::Quit => return Ok(None),
+            Action::Toggle => {
+                picker.all = !picker.all;
+                if let Err(e) = picker.load(store) {
+                    picker.status = Some(e.to_string());
+                }
+                picker.refilter();
+            }
+            Action::Resume { fork } => {
+                if let Some(f) = picker.selected() {
+                    return Ok(Some((f.clone(), fork)));
+                }
+            }
+        }
+    }
+}
+
+/// The first 8 characters of a session id (as `ls` shows it).
+fn short(id: &str) -> String {
+    id.chars().take(8).collect()
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+/// What a key asks of the loop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Action {
+    None,
+    Quit,
+    /// Switch between the project's sessions and every session.
+    Toggle,
+    /// Hand off to `claude --resume` (with `--fork-session` when `fork`).
+    Resume {
+        fork: bool,
+    },
+}
+
+/// One row of the list.
+struct Entry {
+    facts: SessionFacts,
+    /// Title and first/last prompt, lower case, for the filter.
+    haystack: String,
+}
+
+impl Entry {
+    fn new(facts: SessionFacts) -> Entry {
+        let haystack = [
+            Some(facts.title.as_str()),
+            facts.first_prompt.as_deref(),
+            facts.last_prompt.as_deref(),
+        ]
+        .into_iter()
+        .flatten()
+        .collect::<Vec<_>>()
+        .join("\n")
+        .to_lowercase();
+        Entry { facts, haystack }
+    }
+}
+
+/// The last messages of a session, or why they could not be read.
+type Preview = Result<Vec<(Role, String)>, String>;
+
+/// The picker's state, apart from the terminal.
+struct Picker {
+    project: Option<PathBuf>,
+    all: bool,
+    /// The listings read so far: `[project, all]`.
+    lists: [Option<Vec<Entry>>; 2],
+    filter: String,
+    /// Indices into the current listing that pass the filter.
+    shown: Vec<usize>,
+    selected: usize,
+    previews: HashMap<PathBuf, Preview>,
+    /// Sessions whose messages match a filter (full-text search in the scope), by scope
+    /// (`all`) and filter.
+    hits: HashMap<(bool, String), HashSet<PathBuf>>,
+    /// A full-text search is running.
+    searching: bool,
+    /// A message for the top line (a listing that failed).
+    status: Option<String>,
+}
+
+impl Picker {
+    fn new(project: Option<PathBuf>, all: bool) -> Picker {
+        Picker {
+            project,
+            all,
+            lists: [None, None],
+            filter: String::new(),
+            shown: Vec::new(),
+            selected: 0,
+            previews: HashMap::new(),
+            hits: HashMap::new(),
+            searching: false,
+            status: None,
+        }
+    }
+
+    /// Reads the current scope's listing unless it was read already.
+    fn load(&mut self, store: &Store) -> Result<(), chainlog::Error> {
+        let slot = usize::from(self.all);
+        if self.lists[slot].is_none() {
+            let opts = ListOptions {
+                project: self.project.clone(),
+                all: self.all,
+                ..ListOptions::default()
+            };
+            let listing = store.sessions(&opts)?;
+            if !listing.skipped.is_empty() {
+                self.status = Some(format!(
+                    "{} unreadable transcripts skipped; `chainlog ls` names them",
+                    listing.skipped.len()
+                ));
+            }
+            self.set_list(listing.sessions);
+        }
+        self.refilter();
+        Ok(())
+    }
+
+    fn set_list(&mut self, sessions: Vec<SessionFacts>) {
+        self.lists[usize::from(self.all)] = Some(
+            sessions
+                .into_iter()
+                .filter(|f| f.message_count > 0)
+                .map(Entry::new)
+                .collect(),
+        );
+    }
+
+    fn list(&self) -> &[Entry] {
+        self.lists[usize::from(self.all)].as_deref().unwrap_or(&[])
+    }
+
+    /// Recomputes the rows that pass the filter, keeping the selected session when it still
+    /// passes.
+    fn refilter(&mut self) {
+        let keep = self.selected().map(|f| f.path.clone());
+        let needle = self.filter.to_lowercase();
+        let hits = self.hits.get(&(self.all, self.filter.clone()));
+        self.shown = self
+            .list()
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| {
+                e.haystack.contains(&needle) || hits.is_some_and(|h| h.contains(&e.facts.path))
+            })
+            .map(|(i, _)| i)
+            .collect();
+        self.selected = keep
+            .and_then(|p| {
+                self.shown
+                    .iter()
+                    .position(|&i| self.list()[i].facts.path == p)
+            })
+            .unwrap_or(0);
+    }
+
+    fn selected(&self) -> Option<&SessionFacts> {
+        self.shown
+            .get(self.selected)
+            .and_then(|&i| self.list().get(i))
+            .map(|e| &e.facts)
+    }
+
+    fn step(&mut self, by: isize) {
+        let last = self.shown.len().saturating_sub(1);
+        self.selected = self.selected.saturating_add_signed(by).min(last);
+    }
+
+    /// Applies a key to the state and says what the loop must do.
+    fn key(&mut self, k: KeyEvent) -> Action {
+        let ctrl = k.modifiers.contains(KeyModifiers::CONTROL);
+        let alt = k.modifiers.contains(KeyModifiers::ALT);
+        match k.code {
+            KeyCode::Char('c' | 'd') if ctrl => return Action::Quit,
+            KeyCode::Char('f') if ctrl => return Action::Resume { fork: true },
+            KeyCode::Char('n' | 'j') if ctrl => self.step(1),
+            KeyCode::Char('p' | 'k') if ctrl => self.step(-1),
+            KeyCode::Char('u') if ctrl => {
+                self.filter.clear();
+                self.refilter();
+            }
+            KeyCode::Char(c) if !ctrl && !alt => {
+                self.filter.push(c);
+                self.refilter();
+            }
+            KeyCode::Backspace => {
+                self.filter.pop();
+                self.refilter();
+            }
+            KeyCode::Esc if self.filter.is_empty() => return Action::Quit,
+            KeyCode::Esc => {
+                self.filter.clear();
+                self.refilter();
+            }
+            KeyCode::Down => self.step(1),
+            KeyCode::Up => self.step(-1),
+            KeyCode::PageDown => self.step(10),
+            KeyCode::PageUp => self.step(-10),
+            KeyCode::Home => self.selected = 0,
+            KeyCode::End => self.step(isize::MAX),
+            KeyCode::Tab | KeyCode::BackTab => return Action::Toggle,
+            KeyCode::Enter => return Action::Resume { fork: false },
+            _ => {}
+        }
+        Action::None
+    }
+
+    /// Whether the filter has not been searched in the messages yet.
+    fn wants_search(&self) -> bool {
+        !self.filter.trim().is_empty() && !self.hits.contains_key(&(self.all, self.filter.clone()))
+    }
+
+    /// Runs the filter as a full-text search and adds the sessions it finds.
+    fn search(&mut self, store: &Store) {
+        let found = store.claude_dir().and_then(|claude| {
+            chainlog::search::matching_sessions(
+                store,
+                &claude,
+                &self.filter,
+                &chainlog::search::SearchOptions {
+                    project: self.project.clone(),
+                    all: self.all,
+                    limit: 0,
+                },
+            )
+        });
+        let found = found.unwrap_or_else(|e| {
+            self.status = Some(format!("full-text search: {e}"));
+            HashSet::new()
+        });
+        self.hits.insert((self.all, self.filter.clone()), found);
+        self.refilter();
+    }
+
+    /// Whether the row passes the filter only by the full-text search.
+    fn only_in_messages(&self, e: &Entry) -> bool {
+        !e.haystack.contains(&self.filter.to_lowercase())
+    }
+
+    /// Reads the selected session's preview unless it is cached.
+    fn ensure_preview(&mut self, store: &Store) {
+        let Some(path) = self.selected().map(|f| f.path.clone()) else {
+            return;
+        };
+        self.previews
+            .entry(path)
+            .or_insert_with_key(|p| read_preview(store, p));
+    }
+
+    /// One row of the list: title, relative time of the last message, message count.
+    fn row(&self, e: &Entry, now: i64) -> Row<'static> {
+        let s = &e.facts;
+        let when = s
+            .modified
+            .as_deref()
+            .map_or_else(String::new, |t| super::ls::relative(t, now));
+        let mut title = vec![Span::raw(s.title.clone())];
+        if self.only_in_messages(e) {
+            title.push(Span::styled(
+                " (in messages)",
+                Style::new().add_modifier(Modifier::DIM),
+            ));
+        }
+        Row::new(vec![
+            Cell::from(Line::from(title)),
+            Cell::from(Line::from(when).right_aligned()),
+            Cell::from(Line::from(format!("{} msgs", s.message_count)).right_aligned()),
+        ])
+    }
+
+    fn draw(&self, f: &mut Frame, now: i64) {
+        let [top, list, preview, help] = Layout::vertical([
+            Constraint::Length(1),
+            Constraint::Percentage(45),
+            Constraint::Fill(1),
+            Constraint::Length(1),
+        ])
+        .areas(f.area());
+
+        let scope = if self.all {
+            "all projects".to_owned()
+        } else {
+            "this project".to_owned()
+        };
+        let counts = format!(
+            "  {}/{} {scope}{}{}",
+            self.shown.len(),
+            self.list().len(),
+            if self.searching {
+                "  searching messages…"
+            } else {
+                ""
+            },
+            self.status
+                .as_deref()
+                .map_or_else(String::new, |s| format!("  ({s})"))
+        );
+        f.render_widget(
+            Paragraph::new(Line::from(vec![
+                Span::styled("> ", Style::new().add_modifier(Modifier::BOLD)),
+                Span::raw(self.filter.clone()),
+                Span::styled(counts, Style::new().add_modifier(Modifier::DIM)),
+            ])),
+            top,
+        );
+        let cursor = u16::try_from(2 + self.filter.chars().count()).unwrap_or(u16::MAX);
+        f.set_cursor_position(Position::new(top.x.saturating_add(cursor), top.y));
+
+        let rows: Vec<Row> = self
+            .shown
+            .iter()
+            .map(|&i| self.row(&self.list()[i], now))
+            .collect();
+        let empty = rows.is_empty();
+        let table = Table::new(
+            rows,
+            [
+                Constraint::Fill(1),
+                Constraint::Length(12),
+                Constraint::Length(10),
+            ],
+        )
+        .row_highlight_style(Style::new().add_modifier(Modifier::REVERSED))
+        .highlight_symbol("> ");
+        if empty {
+            let msg = if self.list().is_empty() {
+                "no sessions (Tab: all projects)"
+            } else {
+                "no session matches"
+            };
+            f.render_widget(Paragraph::new(format!("  {msg}")), list);
+        } else {
+            let mut state = TableState::default().with_selected(Some(self.selected));
+            f.render_stateful_widget(table, list, &mut state);
+        }
+
+        let (title, lines) = match self.selected() {
+            None => (String::new(), Vec::new()),
+            Some(s) => {
+                let height = usize::from(preview.height.saturating_sub(2));
+                let lines = match self.previews.get(&s.path) {
+                    None => Vec::new(),
+                    Some(Err(e)) => vec![Line::from(format!("cannot read: {e}"))],
+                    Some(Ok(msgs)) => msgs[msgs.len().saturating_sub(height)..]
+                        .iter()
+                        .map(|(role, text)| {
+                            Line::from(vec![
+                                Span::styled(
+                                    format!("{:>9}  ", role.as_str()),
+                                    Style::new().add_modifier(Modifier::BOLD),
+                                ),
+                                Span::raw(text.clone()),
+                            ])
+                        })
+                        .collect(),
+                };
+                (format!(" {} · {} ", short(&s.session_id), s.title), lines)
+            }
+        };
+        f.render_widget(
+            Paragraph::new(lines).block(Pane::bordered().title(title)),
+            preview,
+        );
+        f.render_widget(
+            Paragraph::new(HELP).style(Style::new().add_modifier(Modifier::DIM)),
+            help,
+        );
+    }
+}
+
+/// The last messages of the session's active chain: role and first line of text (a tool call
+/// by its name); tool results, meta and non-message entries are left out.
+fn read_preview(store: &Store, path: &Path) -> Preview {
+    let conv = store
+        .conversation(path, &ResumeOptions::default())
+        .map_err(|e| e.to_string())?;
+    let mut out: Vec<(Role, String)> = conv.messages().filter_map(|m| preview_line(&m)).collect();
+    let cut = out.len().saturating_sub(PREVIEW_KEEP);
+    out.drain(..cut);
+    Ok(out)
+}
+
+fn preview_line(m: &Message) -> Option<(Role, String)> {
+    if m.meta || m.sidechain || !matches!(m.role, Role::User | Role::Assistant) {
+        return None;
+    }
+    let text = m.text();
+    if let Some(line) = text.lines().map(str::trim).find(|l| !l.is_empty()) {
+        return Some((m.role, line.to_owned()));
+    }
+    m.blocks.iter().find_map(|b| match b {
+        Block::ToolUse { name, .. } => Some((m.role, format!("[{name}]"))),
+        _ => None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn facts(id: &str, title: &str, first: Option<&str>) -> SessionFacts {
+        let v = serde_json::json!({
+            "sessionId": id, "path": format!("/p/{id}.jsonl"), "projectKey": "-p",
+            "cwd": null, "title": title, "customTitle": null, "aiTitle": null,
+            "summary": null, "firstPrompt": first, "lastPrompt": null, "gitBranch": null,
+            "tag": null, "messageCount": 2, "created": null, "modified": null,
+            "fileModified": null, "bytes": 0, "forkedFrom": null, "agents": 0,
+            "inlineAgents": 0, "badLines": 0, "prLink": null, "leafUuid": null,
+            "sidechain": false, "teamName": null, "tips": [], "foreignSummaries": []
+        });
+        serde_json::from_value(v).unwrap()
+    }
+
+    fn picker() -> Picker {
+        let mut p = Picker::new(None, true);
+        p.set_list(vec![
+            facts("a", "Alpha work", None),
+            facts("b", "Beta", Some("fix the ZEBRA bug")),
+            facts("c", "Gamma", None),
+        ]);
+        p.refilter();
+        p
+    }
+
+    fn press(p: &mut Picker, code: KeyCode, mods: KeyModifiers) -> Action {
+        p.key(KeyEvent::new(code, mods))
+    }
+
+    fn typed(p: &mut Picker, s: &str) {
+        for c in s.chars() {
+            assert_eq!(press(p, KeyCode::Char(c), KeyModifiers::NONE), Action::None);
+        }
+    }
+
+    fn sel(p: &Picker) -> &str {
+        &p.selected().unwrap().session_id
+    }
+
+    #[test]
+    fn typing_filters_over_title_and_prompts_any_case() {
+        let mut p = picker();
+        typed(&mut p, "zeb");
+        assert_eq!((p.shown.len(), sel(&p)), (1, "b"));
+        press(&mut p, KeyCode::Backspace, KeyModifiers::NONE);
+        typed(&mut p, "x");
+        assert!(p.selected().is_none());
+        assert_eq!(
+            press(&mut p, KeyCode::Enter, KeyModifiers::NONE),
+            Action::Resume { fork: false }
+        );
+        assert_eq!(
+            press(&mut p, KeyCode::Esc, KeyModifiers::NONE),
+            Action::None
+        );
+        assert_eq!(p.shown.len(), 3);
+        assert_eq!(
+            press(&mut p, KeyCode::Esc, KeyModifiers::NONE),
+            Action::Quit
+        );
+    }
+
+    #[test]
+    fn moving_keeps_within_the_rows_and_survives_filtering() {
+        let mut p = picker();
+        press(&mut p, KeyCode::Up, KeyModifiers::NONE);
+        assert_eq!(sel(&p), "a");
+        press(&mut p, KeyCode::Down, KeyModifiers::NONE);
+        press(&mut p, KeyCode::Char('j'), KeyModifiers::CONTROL);
+        press(&mut p, KeyCode::Down, KeyModifiers::NONE);
+        assert_eq!(sel(&p), "c");
+        typed(&mut p, "a");
+        assert_eq!(sel(&p), "c", "still shown, still selected");
+        press(&mut p, KeyCode::Char('k'), KeyModifiers::CONTROL);
+        assert_eq!(sel(&p), "b");
+        assert_eq!(
+            press(&mut p, KeyCode::Char('f'), KeyModifiers::CONTROL),
+            Action::Resume { fork: true }
+        );
+        assert_eq!(
+            press(&mut p, KeyCode::Tab, KeyModifiers::NONE),
+            Action::Toggle
+        );
+    }
+
+    #[test]
+    fn handoff_resumes_or_forks_by_id() {
+        let f = facts("b", "Beta", None);
+        let args = |c: &Command| {
+            c.get_args()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(args(&handoff(&f, false)), ["--resume", "b"]);
+        assert_eq!(
+            args(&handoff(&f, true)),
+            ["--resume", "b", "--fork-session"]
+        );
+    }
+}
