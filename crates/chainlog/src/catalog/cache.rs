@@ -93,7 +93,9 @@ impl<'s> FactsCache<'s> {
             slot.table = crate::index::wait::bounded(move || {
                 open::open_read_only(&p)
                     .and_then(|db| crate::index::wait::waiting(|| db.begin_read()).ok())
-                    .and_then(|txn| txn.open_table(FACTS).ok())
+                    .and_then(|txn| {
+                        crate::index::guard::read("facts", || txn.open_table(FACTS)).ok()
+                    })
             })
             .flatten();
         }
@@ -109,11 +111,14 @@ impl<'s> FactsCache<'s> {
         self.scanned += 1;
         // Only cache facts of a file that did not change while it was read.
         if Stat::of(path).is_ok_and(|s| s == stat) {
-            let value = encode(&Cached {
-                stat,
-                checked_at_ns,
-                facts: facts.clone(),
-            });
+            let value = encode(
+                key.as_bytes(),
+                &Cached {
+                    stat,
+                    checked_at_ns,
+                    facts: facts.clone(),
+                },
+            );
             slot.pending.push((key, value));
         }
         Ok(facts)
@@ -157,6 +162,9 @@ fn write_facts(db_path: &Path, pending: &[(String, Vec<u8>)]) {
 }
 
 fn lookup(t: &ReadOnlyTable<&'static str, &'static [u8]>, key: &str) -> Option<Cached> {
-    let v = t.get(key).ok()??;
-    decode(v.value())
+    let v = crate::index::guard::read("facts", || {
+        Ok::<_, redb::StorageError>(t.get(key)?.map(|v| v.value().to_vec()))
+    })
+    .ok()??;
+    decode(key.as_bytes(), &v)
 }

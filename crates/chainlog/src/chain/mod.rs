@@ -79,6 +79,9 @@ pub struct Link {
     pub kind: Kind,
     /// Its parent after the projections (may differ from the line's `parentUuid`).
     pub parent: Option<Id>,
+    /// The line's `parentUuid` as it was read when the chain was resolved: reading the line
+    /// again must find the same (a mismatch on an unchanged file is index damage).
+    pub written_parent: Option<Id>,
     /// Recovered by the parallel tool-result splice rather than by the parent walk.
     pub spliced: bool,
     /// Its usage token counts are zeroed (a live preserved segment).
@@ -292,6 +295,7 @@ fn finish<G: Graph>(
             pos: g.pos(i)?,
             kind: h.kind,
             parent,
+            written_parent: h.parent,
             spliced: !walked.contains(&i),
             zero_usage: g.zeroed(h.uuid)?,
         });

@@ -1,24 +1,65 @@
-//! Value encoding: rmp-serde with a 4-byte blake3 checksum, so a flipped bit in a value is
-//! detected instead of decoded into a wrong answer.
+//! Value encoding: rmp-serde with a 4-byte blake3 checksum over the value *and the key it is
+//! stored under*, so a flipped bit in a value is detected instead of decoded into a wrong
+//! answer, and so is a flipped bit in its key (the value is then found under another key, or
+//! another value under this key, and the checksum does not match).
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-/// Encodes `v` with a trailing checksum.
-pub fn encode<T: Serialize>(v: &T) -> Vec<u8> {
-    let mut out = rmp_serde::to_vec(v).expect("index values always serialise");
-    let sum = blake3::hash(&out);
-    out.extend_from_slice(&sum.as_bytes()[..4]);
+/// The checksum of `body` stored under `key`.
+fn sum(key: &[u8], body: &[u8]) -> [u8; 4] {
+    let mut h = blake3::Hasher::new();
+    h.update(&(key.len() as u64).to_le_bytes());
+    h.update(key);
+    h.update(body);
+    let mut out = [0; 4];
+    out.copy_from_slice(&h.finalize().as_bytes()[..4]);
     out
 }
 
-/// Decodes a value written by [`encode`]; `None` when the checksum or the layout is wrong.
-pub fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Option<T> {
-    let (body, sum) = bytes.split_at_checked(bytes.len().checked_sub(4)?)?;
-    if blake3::hash(body).as_bytes()[..4] != *sum {
-        return None;
-    }
-    rmp_serde::from_slice(body).ok()
+/// Encodes `v`, to be stored under `key`, with a trailing checksum.
+pub fn encode<T: Serialize>(key: &[u8], v: &T) -> Vec<u8> {
+    tag(
+        key,
+        rmp_serde::to_vec(v).expect("index values always serialise"),
+    )
+}
+
+/// Decodes a value written by [`encode`] and found under `key`; `None` when the checksum or
+/// the layout is wrong.
+pub fn decode<T: DeserializeOwned>(key: &[u8], bytes: &[u8]) -> Option<T> {
+    rmp_serde::from_slice(untag(key, bytes)?).ok()
+}
+
+/// Raw bytes `body`, to be stored under `key`, with a trailing checksum.
+pub fn tag(key: &[u8], mut body: Vec<u8>) -> Vec<u8> {
+    let s = sum(key, &body);
+    body.extend_from_slice(&s);
+    body
+}
+
+/// The raw bytes of a value written by [`tag`] and found under `key`; `None` when the checksum
+/// is wrong.
+pub fn untag<'a>(key: &[u8], bytes: &'a [u8]) -> Option<&'a [u8]> {
+    let (body, s) = bytes.split_at_checked(bytes.len().checked_sub(4)?)?;
+    (sum(key, body) == *s).then_some(body)
+}
+
+/// The bytes of a `(file, number)` key, for [`encode`] and [`tag`].
+pub fn key_of(f: u32, n: u64) -> [u8; 12] {
+    let mut k = [0; 12];
+    k[..4].copy_from_slice(&f.to_le_bytes());
+    k[4..].copy_from_slice(&n.to_le_bytes());
+    k
+}
+
+/// The bytes of a `(file, kind, id)` key, for [`tag`].
+pub fn id_key(f: u32, kind: u8, id: [u8; 16]) -> [u8; 21] {
+    let mut k = [0; 21];
+    k[..4].copy_from_slice(&f.to_le_bytes());
+    k[4] = kind;
+    k[5..].copy_from_slice(&id);
+    k
 }
 
 /// An optional id as 0 or 16 bytes.
@@ -44,12 +85,27 @@ mod tests {
     #[test]
     fn flipped_bits_are_detected() {
         let v = (1u32, "hello".to_owned(), vec![1u64, 2, 3]);
-        let mut bytes = encode(&v);
-        assert_eq!(decode::<(u32, String, Vec<u64>)>(&bytes), Some(v));
+        let mut key = key_of(3, 7);
+        let mut bytes = encode(&key, &v);
+        assert_eq!(decode::<(u32, String, Vec<u64>)>(&key, &bytes), Some(v));
         for i in 0..bytes.len() * 8 {
             bytes[i / 8] ^= 1 << (i % 8);
-            assert_eq!(decode::<(u32, String, Vec<u64>)>(&bytes), None, "bit {i}");
+            assert_eq!(
+                decode::<(u32, String, Vec<u64>)>(&key, &bytes),
+                None,
+                "bit {i}"
+            );
             bytes[i / 8] ^= 1 << (i % 8);
+        }
+        // A flipped bit in the key the value is found under is detected too.
+        for i in 0..key.len() * 8 {
+            key[i / 8] ^= 1 << (i % 8);
+            assert_eq!(
+                decode::<(u32, String, Vec<u64>)>(&key, &bytes),
+                None,
+                "key bit {i}"
+            );
+            key[i / 8] ^= 1 << (i % 8);
         }
     }
 }

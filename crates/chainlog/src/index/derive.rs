@@ -13,7 +13,7 @@ use std::collections::HashMap;
 
 use redb::{ReadableTable, WriteTransaction};
 
-use super::codec::{decode, read_opt_id};
+use super::codec::{decode, id_key, key_of, read_opt_id, untag};
 use super::schema::{FileState, ID_FIRST as ZERO, ID_LAST as MAX, PROGRESS, ROWS};
 use super::state::{Encoder, Fault, IndexFault};
 use crate::chain::{MessageRow, Projection, Tree};
@@ -33,11 +33,15 @@ pub fn load_rows(
     progress_t: &impl ReadableTable<(u32, [u8; 16]), &'static [u8]>,
     f: u32,
 ) -> Fault<Rows> {
+    let stored = super::guard::read("rows", || {
+        rows_t
+            .range((f, 0)..=(f, u32::MAX))?
+            .map(|item| item.map(|(k, v)| (k.value().1, v.value().to_vec())))
+            .collect::<Result<Vec<_>, redb::StorageError>>()
+    })?;
     let mut rows = Vec::new();
-    for item in rows_t.range((f, 0)..=(f, u32::MAX))? {
-        let (k, v) = item?;
-        let seq = k.value().1;
-        let row = decode::<MessageRow>(v.value())
+    for (seq, v) in stored {
+        let row = decode::<MessageRow>(&key_of(f, seq.into()), &v)
             .ok_or_else(|| IndexFault::damaged("rows", format!("row {seq} does not decode")))?;
         if seq as usize != rows.len() {
             return Err(IndexFault::damaged(
@@ -48,11 +52,18 @@ pub fn load_rows(
         rows.push(row);
     }
     let mut progress = HashMap::new();
-    for item in progress_t.range((f, ZERO)..=(f, MAX))? {
-        let (k, v) = item?;
-        let parent = read_opt_id(v.value())
-            .map_err(|()| IndexFault::damaged("progress", "parent of wrong length"))?;
-        progress.insert(Id(k.value().1), parent);
+    let stored = super::guard::read("progress", || {
+        progress_t
+            .range((f, ZERO)..=(f, MAX))?
+            .map(|item| item.map(|(k, v)| (k.value().1, v.value().to_vec())))
+            .collect::<Result<Vec<_>, redb::StorageError>>()
+    })?;
+    for (id, v) in stored {
+        let parent = untag(&id_key(f, 0, id), &v)
+            .ok_or(())
+            .and_then(read_opt_id)
+            .map_err(|()| IndexFault::damaged("progress", "parent fails its checksum"))?;
+        progress.insert(Id(id), parent);
     }
     Ok((rows, progress))
 }

@@ -20,11 +20,12 @@ use std::path::Path;
 
 use redb::{ReadableTable, WriteTransaction};
 
-use super::codec::{decode, encode, opt_id};
+use super::codec::{decode, encode, id_key, key_of, opt_id, tag, untag};
 use super::schema::{
-    BAD_LINES, CHILDREN, CHUNK_SIZE, CHUNKS, FILES, FORWARD, FileState, MSG_IDS, NAMES, PROGRESS,
-    ROWS, UUIDS,
+    BAD_LINES, CHILDREN, CHUNK_SIZE, CHUNKS, COUNTS, FILES, FORWARD, FileState, MSG_IDS, NAMES,
+    PROGRESS, ROWS, UUIDS, counts,
 };
+use super::state::IndexFault;
 use crate::chain::{BadLine, MessageRow};
 use crate::error::{Error, Result};
 use crate::transcript::envelope::{Entry, Flags, Kind, parse_framed};
@@ -183,6 +184,8 @@ pub fn drop_file_rows(txn: &WriteTransaction, f: u32) -> Result<(), redb::Error>
         .retain_in((f, 0)..=(f, u64::MAX), |_, _| false)?;
     txn.open_table(FORWARD)?
         .retain_in((f, ZERO)..=(f, MAX), |_, ()| false)?;
+    txn.open_table(COUNTS)?
+        .retain_in((f, 0, ZERO)..=(f, u8::MAX, MAX), |_, _| false)?;
     super::derive::clear(txn, f)?;
     Ok(())
 }
@@ -191,8 +194,11 @@ pub fn drop_file_rows(txn: &WriteTransaction, f: u32) -> Result<(), redb::Error>
 pub fn file_state(
     table: &impl ReadableTable<&'static str, &'static [u8]>,
     path: &str,
-) -> Result<Option<FileState>, redb::Error> {
-    Ok(table.get(path)?.and_then(|v| decode(v.value())))
+) -> Result<Option<FileState>, IndexFault> {
+    let v = super::guard::read("files", || {
+        Ok::<_, redb::StorageError>(table.get(path)?.map(|v| v.value().to_vec()))
+    })?;
+    Ok(v.and_then(|v| decode(path.as_bytes(), &v)))
 }
 
 /// Catches `path` up inside `txn`. Returns what was done and the new state.
@@ -210,7 +216,7 @@ pub fn catch_up(
             .metadata()
             .map_err(|e| IngestError::Io(Error::io(path, e)))?,
     );
-    let old = file_state(&txn.open_table(FILES)?, key)?;
+    let old = file_state(&txn.open_table(FILES)?, key).map_err(super::derive::ingest_error)?;
     // The file changed (or its last check was racy) but did not grow past what was seen: an
     // in-place edit can be anywhere, so every chunk is checked, not only the last one.
     let edited_in_place = |st: &FileState| {
@@ -288,7 +294,8 @@ pub fn catch_up(
             }
         }
     }
-    txn.open_table(FILES)?.insert(key, encode(&st).as_slice())?;
+    txn.open_table(FILES)?
+        .insert(key, encode(key.as_bytes(), &st).as_slice())?;
     Ok((report, st))
 }
 
@@ -411,6 +418,9 @@ struct Tables<'t> {
     pending_uuids: BTreeMap<[u8; 16], u32>,
     pending_children: BTreeSet<([u8; 16], u32)>,
     pending_msg_ids: BTreeSet<(u64, u32)>,
+    counts: redb::Table<'t, (u32, u8, [u8; 16]), &'static [u8]>,
+    /// Changes of [`COUNTS`] not written yet.
+    count_deltas: BTreeMap<(u8, [u8; 16]), i64>,
 }
 
 /// Pending keys are written out in sorted runs of this many rows (bounds memory).
@@ -448,10 +458,36 @@ impl Tables<'_> {
             self.uuids.insert((f, id), seq)?;
         }
         for (p, seq) in std::mem::take(&mut self.pending_children) {
-            self.children.insert((f, p, seq), ())?;
+            if self.children.insert((f, p, seq), ())?.is_none() {
+                *self.count_deltas.entry((counts::CHILDREN, p)).or_default() += 1;
+            }
         }
         for (mid, seq) in std::mem::take(&mut self.pending_msg_ids) {
-            self.msg_ids.insert((f, mid, seq), ())?;
+            if self.msg_ids.insert((f, mid, seq), ())?.is_none() {
+                *self
+                    .count_deltas
+                    .entry((counts::MSG_IDS, counts::mid_key(mid)))
+                    .or_default() += 1;
+            }
+        }
+        for ((kind, id), delta) in std::mem::take(&mut self.count_deltas) {
+            let key = id_key(f, kind, id);
+            let old = match self.counts.get((f, kind, id))? {
+                Some(v) => untag(&key, v.value())
+                    .and_then(|b| <[u8; 8]>::try_from(b).ok())
+                    .map(i64::from_le_bytes)
+                    .ok_or_else(|| {
+                        redb::Error::Corrupted(format!("count {kind} fails its checksum"))
+                    })?,
+                None => 0,
+            };
+            let new = old + delta;
+            if new == 0 {
+                self.counts.remove((f, kind, id))?;
+            } else {
+                let v = tag(&key, new.to_le_bytes().to_vec());
+                self.counts.insert((f, kind, id), v.as_slice())?;
+            }
         }
         Ok(())
     }
@@ -467,8 +503,11 @@ impl Tables<'_> {
         let f = self.f;
         match entry {
             Err(problem) => {
-                self.bad
-                    .insert((f, pos.line), encode(&BadLine { pos, problem }).as_slice())?;
+                st.bad_lines += 1;
+                self.bad.insert(
+                    (f, pos.line),
+                    encode(&key_of(f, pos.line), &BadLine { pos, problem }).as_slice(),
+                )?;
             }
             Ok(Entry::Meta(meta)) => {
                 // A checkpoint may name a message not written yet (Claude Code 2.1.328 writes
@@ -481,8 +520,8 @@ impl Tables<'_> {
             Ok(Entry::Message(head)) if head.kind == Kind::Progress => {
                 batch.structural = true;
                 self.arrived(batch, head.uuid)?;
-                self.progress
-                    .insert((f, head.uuid.0), opt_id(head.parent).as_slice())?;
+                let value = tag(&id_key(f, 0, head.uuid.0), opt_id(head.parent));
+                self.progress.insert((f, head.uuid.0), value.as_slice())?;
             }
             Ok(Entry::Message(head)) => {
                 if head.flags.has(Flags::COMPACT_BOUNDARY) {
@@ -501,17 +540,25 @@ impl Tables<'_> {
                     let old = self
                         .rows
                         .get((f, seq))?
-                        .and_then(|v| decode::<MessageRow>(v.value()));
+                        .and_then(|v| decode::<MessageRow>(&key_of(f, seq.into()), v.value()));
                     if let Some(old) = old {
                         if let Some(p) = old.head.parent
                             && !self.pending_children.remove(&(p.0, seq))
+                            && self.children.remove((f, p.0, seq))?.is_some()
                         {
-                            self.children.remove((f, p.0, seq))?;
+                            *self
+                                .count_deltas
+                                .entry((counts::CHILDREN, p.0))
+                                .or_default() -= 1;
                         }
                         if let Some(mid) = old.head.message_id
                             && !self.pending_msg_ids.remove(&(mid, seq))
+                            && self.msg_ids.remove((f, mid, seq))?.is_some()
                         {
-                            self.msg_ids.remove((f, mid, seq))?;
+                            *self
+                                .count_deltas
+                                .entry((counts::MSG_IDS, counts::mid_key(mid)))
+                                .or_default() -= 1;
                         }
                     }
                     seq
@@ -541,8 +588,10 @@ impl Tables<'_> {
                 if self.pending_uuids.len() >= SORTED_RUN {
                     self.flush()?;
                 }
-                self.rows
-                    .insert((f, seq), encode(&MessageRow { head, pos }).as_slice())?;
+                self.rows.insert(
+                    (f, seq),
+                    encode(&key_of(f, seq.into()), &MessageRow { head, pos }).as_slice(),
+                )?;
             }
         }
         Ok(())
@@ -570,6 +619,8 @@ fn ingest_from(
         pending_uuids: BTreeMap::new(),
         pending_children: BTreeSet::new(),
         pending_msg_ids: BTreeSet::new(),
+        counts: txn.open_table(COUNTS)?,
+        count_deltas: BTreeMap::new(),
     };
     let io = |e| IngestError::Io(Error::io("transcript", e));
     let base = st.indexed_len / CHUNK_SIZE * CHUNK_SIZE;
@@ -615,12 +666,16 @@ fn ingest_from(
                 continue;
             }
             for (pos, entry, note) in chunk {
+                if note.is_some() {
+                    st.bad_lines += 1;
+                }
                 let noted = note.map_or(Ok(()), |problem| {
                     tables
                         .bad
                         .insert(
                             (tables.f, pos.line),
-                            encode(&BadLine { pos, problem }).as_slice(),
+                            encode(&key_of(tables.f, pos.line), &BadLine { pos, problem })
+                                .as_slice(),
                         )
                         .map(|_| ())
                         .map_err(redb::Error::from)
@@ -643,7 +698,9 @@ fn ingest_from(
     tables.flush()?;
     let mut names_t = txn.open_table(NAMES)?;
     for (id, text) in names.iter() {
-        names_t.insert((tables.f, id.0), text)?;
+        if names_t.insert((tables.f, id.0), text)?.is_none() {
+            st.names += 1;
+        }
     }
     Ok((summary, hashed))
 }

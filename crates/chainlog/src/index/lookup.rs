@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use redb::{ReadOnlyTable, ReadableDatabase};
 
-use super::codec::decode;
+use super::codec::{decode, key_of};
 use super::open::IndexDb;
 use super::schema::{FileState, ROWS, UUIDS};
 use super::{Store, query};
@@ -46,7 +46,7 @@ impl IndexedFile {
     /// Indexes what was appended since the last catch-up; returns the indexed length.
     pub fn catch_up(&mut self) -> Result<u64> {
         self.uuids = None;
-        let (_, st) = Store::catch_up_in(&self.db, &self.path)?;
+        let (_, st) = Store::catch_up_in(&mut self.db, &self.path)?;
         let txn = self.db.db().begin_read().map_err(|e| self.db.err(e))?;
         self.uuids = Some(txn.open_table(UUIDS).map_err(|e| self.db.err(e))?);
         let len = st.indexed_len;
@@ -74,10 +74,12 @@ impl IndexedFile {
         };
         let txn = self.db.db().begin_read().map_err(|e| self.db.err(e))?;
         let rows = txn.open_table(ROWS).map_err(|e| self.db.err(e))?;
+        let seq = seq.value();
         let row = rows
-            .get((st.file, seq.value()))
+            .get((st.file, seq))
             .map_err(|e| self.db.err(e))?
-            .and_then(|v| decode::<MessageRow>(v.value()));
+            .and_then(|v| decode::<MessageRow>(&key_of(st.file, seq.into()), v.value()))
+            .filter(|r| r.head.uuid == id);
         Ok(row.map(|r| r.pos))
     }
 

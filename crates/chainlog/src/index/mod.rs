@@ -21,6 +21,7 @@
 
 pub mod codec;
 pub mod derive;
+pub mod guard;
 pub mod incremental;
 pub mod ingest;
 pub mod lookup;
@@ -190,7 +191,7 @@ impl Store {
             return Ok(CatchUp::default());
         }
         let mut db = IndexDb::open(&db_path)?;
-        let done = Self::catch_up_in(&db, transcript)?.0;
+        let done = Self::catch_up_in(&mut db, transcript)?.0;
         if done.bytes >= COMPACT_AFTER_BYTES || done.reindexed.is_some() {
             // A large ingest leaves freed pages behind (the projections were re-derived):
             // give them back. Best effort, as in `rebuild`.
@@ -199,14 +200,15 @@ impl Store {
         Ok(done)
     }
 
-    fn catch_up_in(db: &IndexDb, transcript: &Path) -> Result<(CatchUp, FileState)> {
+    fn catch_up_in(db: &mut IndexDb, transcript: &Path) -> Result<(CatchUp, FileState)> {
         let key = Self::key(transcript);
         let stat = Stat::of(transcript)?;
         // Fast path: nothing changed since the last catch-up (a stat, no write transaction).
-        if let Some(st) = Self::state(db, &key)?
-            && stat.unchanged(&st, false)
-        {
-            return Ok((CatchUp::default(), st));
+        match Self::state(db, &key) {
+            Ok(Some(st)) if stat.unchanged(&st, false) => return Ok((CatchUp::default(), st)),
+            Ok(_) => {}
+            Err(e) if e.is_damage() => db.start_over()?,
+            Err(e) => return Err(db.err(e)),
         }
         for attempt in 0..2 {
             let txn = db.begin_write().map_err(|e| db.err(e))?;
@@ -223,21 +225,21 @@ impl Store {
                 Err(_) => {
                     // Damaged: start this index over.
                     drop(txn);
-                    db.wipe()?;
+                    db.start_over()?;
                 }
             }
         }
         unreachable!("the loop returns")
     }
 
-    fn state(db: &IndexDb, key: &str) -> Result<Option<FileState>> {
-        let txn = db.begin_read().map_err(|e| db.err(e))?;
-        let files = match txn.open_table(FILES) {
+    fn state(db: &IndexDb, key: &str) -> Result<Option<FileState>, IndexFault> {
+        let txn = db.begin_read().map_err(|e| IndexFault::Storage(e.into()))?;
+        let files = match guard::read("files", || txn.open_table(FILES)) {
             Ok(t) => t,
-            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(None),
-            Err(e) => return Err(db.err(e)),
+            Err(IndexFault::Storage(redb::Error::TableDoesNotExist(_))) => return Ok(None),
+            Err(e) => return Err(e),
         };
-        ingest::file_state(&files, key).map_err(|e| db.err(e))
+        ingest::file_state(&files, key)
     }
 
     /// Drops what the index knows about `transcript` and indexes it again from zero.
@@ -247,8 +249,14 @@ impl Store {
     }
 
     fn rebuild_unguarded(&self, transcript: &Path) -> Result<CatchUp> {
-        let db = IndexDb::open(&self.db_path(transcript))?;
+        let mut db = IndexDb::open(&self.db_path(transcript))?;
         let key = Self::key(transcript);
+        if let Err(e) = Self::state(&db, &key) {
+            if !e.is_damage() {
+                return Err(db.err(e));
+            }
+            db.start_over()?;
+        }
         let txn = db.begin_write().map_err(|e| db.err(e))?;
         {
             let mut files = txn.open_table(FILES).map_err(|e| db.err(e))?;
@@ -260,10 +268,9 @@ impl Store {
             }
         }
         txn.commit().map_err(|e| db.err(e))?;
-        let done = Self::catch_up_in(&db, transcript)?.0;
+        let done = Self::catch_up_in(&mut db, transcript)?.0;
         // Give back the pages freed by the rebuild (best effort: another process may hold
         // the sidecar open, and then the space is reused by later writes instead).
-        let mut db = db;
         db.compact();
         Ok(done)
     }
@@ -283,7 +290,11 @@ impl Store {
                 return Ok(None);
             };
             let txn = db.begin_read().map_err(|e| db.err(e))?;
-            let graph = IndexGraph::new(&txn, st).map_err(|e| db.err(e))?;
+            let graph = match IndexGraph::new(&txn, st) {
+                Ok(g) => g,
+                Err(e) if e.is_damage() => return Ok(None),
+                Err(e) => return Err(db.err(e)),
+            };
             match leaf_report_graph(&graph, ans.resolution.leaf.map(|(id, _)| id)) {
                 Ok(report) => Ok(Some((ans, report))),
                 Err(e) if e.is_damage() => Ok(None),
@@ -334,13 +345,13 @@ impl Store {
                 return Ok(Some(a));
             }
         }
-        let db = IndexDb::open(&db_path)?;
+        let mut db = IndexDb::open(&db_path)?;
         for _ in 0..2 {
-            let (_, st) = Self::catch_up_in(&db, transcript)?;
+            let (_, st) = Self::catch_up_in(&mut db, transcript)?;
             if let Some(a) = query(db.db(), st, transcript, opts)? {
                 return Ok(Some(a));
             }
-            db.wipe()?;
+            db.start_over()?;
         }
         Ok(None)
     }
@@ -368,7 +379,7 @@ fn project_slug(project: &Path) -> String {
 
 fn read_state(db: &impl ReadableDatabase, key: &str) -> Option<FileState> {
     let txn = wait::waiting(|| db.begin_read()).ok()?;
-    let files = txn.open_table(FILES).ok()?;
+    let files = guard::read("files", || txn.open_table(FILES)).ok()?;
     ingest::file_state(&files, key).ok()?
 }
 
@@ -387,15 +398,22 @@ fn query(
     let storage = |e: redb::Error| err(IndexFault::Storage(e));
     let txn = wait::waiting(|| db.begin_read()).map_err(|e| storage(e.into()))?;
     let f = st.file;
-    let names = IndexGraph::names(&txn, f).map_err(storage)?;
     let torn_tail = st.torn_tail;
     let cursor = st.indexed_len;
-    let graph = IndexGraph::new(&txn, st).map_err(storage)?;
+    let bad_count = st.bad_lines;
+    let opened = IndexGraph::names(&txn, &st)
+        .and_then(|names| Ok((names, IndexGraph::new(&txn, st)?)))
+        .and_then(|(names, graph)| Ok((names, graph, bad_lines(&txn, f, bad_count)?)));
+    let (names, graph, bad_lines) = match opened {
+        Ok(v) => v,
+        Err(e) if e.is_damage() => return Ok(None),
+        Err(e) => return Err(err(e)),
+    };
     let full_rows = OnceCell::new();
     let res = resolve_graph(&graph, opts, &names, || {
         if full_rows.get().is_none() {
-            let rows = txn.open_table(ROWS)?;
-            let progress = txn.open_table(PROGRESS)?;
+            let rows = guard::read("rows", || txn.open_table(ROWS))?;
+            let progress = guard::read("progress", || txn.open_table(PROGRESS))?;
             let _ = full_rows.set(derive::load_rows(&rows, &progress, f)?);
         }
         let (rows, progress) = full_rows.get().expect("set above");
@@ -410,7 +428,6 @@ fn query(
         path: transcript.to_path_buf(),
         leaf,
     })?;
-    let bad_lines = bad_lines(&txn, f).map_err(storage)?;
     Ok(Some(Answer {
         resolution: res,
         names,
@@ -421,16 +438,28 @@ fn query(
     }))
 }
 
-fn bad_lines(txn: &redb::ReadTransaction, f: u32) -> Result<Vec<BadLine>, redb::Error> {
-    let t = txn.open_table(BAD_LINES)?;
-    let mut out = Vec::new();
-    for item in t.range((f, 0)..=(f, u64::MAX))? {
-        let (_, v) = item?;
-        if let Some(b) = codec::decode(v.value()) {
-            out.push(b);
-        }
+/// The skipped lines of file `f`; one that does not decode is damage (never left out).
+fn bad_lines(txn: &redb::ReadTransaction, f: u32, count: u64) -> Result<Vec<BadLine>, IndexFault> {
+    let t = guard::read("bad_lines", || txn.open_table(BAD_LINES))?;
+    let stored = guard::read("bad_lines", || {
+        t.range((f, 0)..=(f, u64::MAX))?
+            .map(|item| item.map(|(k, v)| (k.value().1, v.value().to_vec())))
+            .collect::<Result<Vec<_>, redb::StorageError>>()
+    })?;
+    if stored.len() as u64 != count {
+        return Err(IndexFault::damaged(
+            "bad_lines",
+            "fewer or more skipped lines than stored",
+        ));
     }
-    Ok(out)
+    stored
+        .into_iter()
+        .map(|(line, v)| {
+            codec::decode(&codec::key_of(f, line), &v).ok_or_else(|| {
+                IndexFault::damaged("bad_lines", format!("line {line} does not decode"))
+            })
+        })
+        .collect()
 }
 
 impl Store {

@@ -84,8 +84,13 @@ impl IndexDb {
             path: path.to_path_buf(),
             handle: Some(db),
         };
-        // A file created empty by this open has no pages to check.
-        if !fresh && !verified {
+        // A file created empty by this open has no pages to check. A version that does not
+        // read may be a damaged page the marker could not see: check before emptying tables
+        // (redb walks a table's pages to delete it).
+        let current = || {
+            idx.begin_read().ok().and_then(|txn| schema_version(&txn)) == Some(INDEX_SCHEMA_VERSION)
+        };
+        if !fresh && (!verified || !current()) {
             // Pages changed since chainlog last verified or wrote them: check every checksum.
             let ok = matches!(isolate(|| idx.db_mut().check_integrity()), Some(Ok(true)));
             if !ok {
@@ -117,6 +122,18 @@ impl IndexDb {
             return Ok(());
         }
         self.wipe()
+    }
+
+    /// Starts the database over after a damaged entry was found in it: the marker is removed,
+    /// so the reopen checks every page and recreates a file whose pages are damaged (bit rot
+    /// the marker could not see), then every table is emptied.
+    pub fn start_over(&mut self) -> Result<()> {
+        drop(self.handle.take());
+        let _ = std::fs::remove_file(marker_path(&self.path));
+        let fresh = IndexDb::open(&self.path)?;
+        fresh.wipe()?;
+        *self = fresh;
+        Ok(())
     }
 
     /// Drops every table and writes the schema version.
@@ -175,20 +192,26 @@ pub fn open_read_only(path: &Path) -> Option<redb::ReadOnlyDatabase> {
     (version == Some(INDEX_SCHEMA_VERSION)).then_some(db)
 }
 
-/// The schema version a database records (`None`: missing or unreadable).
+/// The schema version a database records (`None`: missing, unreadable or damaged).
 fn schema_version(txn: &redb::ReadTransaction) -> Option<u32> {
-    let table = txn.open_table(META).ok()?;
-    let v = table.get("schema").ok()??;
-    Some(u32::from_le_bytes(v.value().try_into().ok()?))
+    let table = super::guard::read("meta", || txn.open_table(META)).ok()?;
+    let v = super::guard::read("meta", || {
+        Ok::<_, redb::StorageError>(table.get("schema")?.map(|v| v.value().to_vec()))
+    })
+    .ok()??;
+    Some(u32::from_le_bytes(v.try_into().ok()?))
 }
 
 impl Drop for IndexDb {
     fn drop(&mut self) {
         // Close first (the close writes the header), then record the file as it is now: its
-        // pages were either verified at open or written by this process's commits.
-        drop(self.handle.take());
-        if !std::thread::panicking() {
-            mark_verified(&self.path);
+        // pages were either verified at open or written by this process's commits. A handle
+        // already closed ([`IndexDb::start_over`]) records nothing.
+        if let Some(db) = self.handle.take() {
+            drop(db);
+            if !std::thread::panicking() {
+                mark_verified(&self.path);
+            }
         }
     }
 }
@@ -282,7 +305,7 @@ fn mark_verified(path: &Path) {
 /// that way). Only these calls (open, read-only open, `check_integrity`) are isolated: a
 /// panic there is damage, answered by a rebuild, and its message is not printed. A panic
 /// anywhere else is a bug and is not caught.
-fn isolate<T>(f: impl FnOnce() -> T) -> Option<T> {
+pub(crate) fn isolate<T>(f: impl FnOnce() -> T) -> Option<T> {
     quiet_hook();
     QUIET.with(|q| q.set(true));
     let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).ok();

@@ -12,9 +12,13 @@ use std::collections::HashMap;
 
 use redb::{ReadOnlyTable, ReadTransaction};
 
+use super::codec::{id_key, untag};
+use super::guard::read;
 use super::schema::{
-    CHILDREN, DERIVED, FileState, LEAF_TIMES, MSG_IDS, NAMES, REPARENTED, ROWS, UUIDS,
+    CHILDREN, DERIVED, FORWARD, FileState, LEAF_TIMES, MSG_IDS, NAMES, PROGRESS, REPARENTED, ROWS,
+    UUIDS,
 };
+use super::schema::{COUNTS, counts, sortable_ts};
 use super::state::{self, Decoder, IndexFault};
 use crate::chain::{Graph, MessageRow};
 use crate::transcript::envelope::{Flags, Kind, MessageHead};
@@ -36,23 +40,30 @@ pub struct IndexGraph {
     dec: ReadDecoder,
     msg_ids: ReadOnlyTable<(u32, u64, u32), ()>,
     leaf_times: ReadOnlyTable<(u32, u8, u64, u32), ()>,
+    progress: ReadOnlyTable<(u32, [u8; 16]), &'static [u8]>,
+    forward: ReadOnlyTable<(u32, [u8; 16]), ()>,
+    counts: ReadOnlyTable<(u32, u8, [u8; 16]), &'static [u8]>,
     cache: RefCell<HashMap<usize, MessageRow>>,
 }
 
 impl IndexGraph {
     /// Opens the tables of `st.file` in `txn`.
-    pub fn new(txn: &ReadTransaction, st: FileState) -> Result<IndexGraph, redb::Error> {
+    pub fn new(txn: &ReadTransaction, st: FileState) -> Result<IndexGraph, IndexFault> {
         Ok(IndexGraph {
             dec: Decoder::new(
                 st,
-                txn.open_table(ROWS)?,
-                txn.open_table(UUIDS)?,
-                txn.open_table(DERIVED)?,
-                txn.open_table(CHILDREN)?,
-                txn.open_table(REPARENTED)?,
-            ),
-            msg_ids: txn.open_table(MSG_IDS)?,
-            leaf_times: txn.open_table(LEAF_TIMES)?,
+                read("rows", || txn.open_table(ROWS))?,
+                read("uuids", || txn.open_table(UUIDS))?,
+                read("derived", || txn.open_table(DERIVED))?,
+                read("children", || txn.open_table(CHILDREN))?,
+                read("reparented", || txn.open_table(REPARENTED))?,
+            )
+            .strict(),
+            msg_ids: read("msg_ids", || txn.open_table(MSG_IDS))?,
+            leaf_times: read("leaf_times", || txn.open_table(LEAF_TIMES))?,
+            progress: read("progress", || txn.open_table(PROGRESS))?,
+            forward: read("forward", || txn.open_table(FORWARD))?,
+            counts: read("counts", || txn.open_table(COUNTS))?,
             cache: RefCell::new(HashMap::new()),
         })
     }
@@ -73,14 +84,101 @@ impl IndexGraph {
     }
 
     /// Texts of non-UUID ids of this file.
-    pub fn names(txn: &ReadTransaction, f: u32) -> Result<IdNames, redb::Error> {
-        let t = txn.open_table(NAMES)?;
+    pub fn names(txn: &ReadTransaction, st: &FileState) -> Result<IdNames, IndexFault> {
+        let f = st.file;
+        let t = read("names", || txn.open_table(NAMES))?;
+        let texts = read("names", || {
+            t.range((f, ZERO)..=(f, MAX))?
+                .map(|item| item.map(|(k, v)| (k.value().1, v.value().to_owned())))
+                .collect::<Result<Vec<_>, redb::StorageError>>()
+        })?;
+        if texts.len() as u64 != st.names {
+            return Err(IndexFault::damaged(
+                "names",
+                "fewer or more names than stored",
+            ));
+        }
         let mut names = IdNames::default();
-        for item in t.range((f, ZERO)..=(f, MAX))? {
-            let (_, v) = item?;
-            names.intern(v.value());
+        for (key, text) in &texts {
+            // The key is the hash of the text: a text that does not hash to it is damaged.
+            if names.intern(text).0 != *key {
+                return Err(IndexFault::damaged(
+                    "names",
+                    "a name does not match its key",
+                ));
+            }
         }
         Ok(names)
+    }
+}
+
+impl IndexGraph {
+    /// Live children of `parent` ([`Decoder::children_of`]), the number of its `children`
+    /// entries checked against `counts`.
+    fn children_of(&self, parent: Id) -> Result<Vec<(u32, MessageRow)>, IndexFault> {
+        let (out, on_disk) = self.dec.children_counted(parent)?;
+        self.check_count(counts::CHILDREN, parent.0, on_disk)?;
+        Ok(out)
+    }
+
+    /// Checks that a scan found as many keys as `counts` records: a key changed by damage
+    /// moves out of its range, and the scan would silently miss it.
+    fn check_count(&self, kind: u8, id: [u8; 16], found: usize) -> Result<(), IndexFault> {
+        let f = self.st().file;
+        let v = read("counts", || {
+            Ok::<_, redb::StorageError>(self.counts.get((f, kind, id))?.map(|v| v.value().to_vec()))
+        })?;
+        let stored = match v {
+            Some(v) => untag(&id_key(f, kind, id), &v)
+                .and_then(|b| <[u8; 8]>::try_from(b).ok())
+                .map(i64::from_le_bytes)
+                .ok_or_else(|| IndexFault::damaged("counts", "a count fails its checksum"))?,
+            None => 0,
+        };
+        if usize::try_from(stored).ok() != Some(found) {
+            return Err(IndexFault::damaged(
+                "counts",
+                format!("a scan found {found} entries, {stored} are stored"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Checks the ingest invariant for the on-disk parent `p` of row `i`, when it is also the
+    /// effective parent: every id a line names as its parent is a message (`uuids`), a progress
+    /// entry (`progress`), or was never seen (`forward`). A parent in none of them is a `uuids`
+    /// key the damage changed: without this check, the lookup would miss and the walk would
+    /// bridge or stop at a chain break that is not there. A progress parent of a live row is
+    /// always re-pointed (format.md §A5 step 3): one that was not is a `derived` key the damage
+    /// changed.
+    fn check_named(&self, i: usize, p: Id) -> Result<(), IndexFault> {
+        let f = self.st().file;
+        if self.dec.seq_of(p)?.is_some() {
+            return Ok(());
+        }
+        let progress = read("progress", || {
+            Ok::<_, redb::StorageError>(self.progress.get((f, p.0))?.is_some())
+        })?;
+        let forward = read("forward", || {
+            Ok::<_, redb::StorageError>(self.forward.get((f, p.0))?.is_some())
+        })?;
+        if progress {
+            let uuid = self.row(i)?.head.uuid;
+            if self.dec.live(uuid)?.is_some_and(|s| s as usize == i) {
+                return Err(IndexFault::damaged(
+                    "derived",
+                    format!("the progress parent of row {i} is not re-pointed"),
+                ));
+            }
+            return Ok(());
+        }
+        if forward {
+            return Ok(());
+        }
+        Err(IndexFault::damaged(
+            "uuids",
+            format!("the parent of row {i} is neither indexed nor recorded as missing"),
+        ))
     }
 }
 
@@ -88,7 +186,17 @@ impl Graph for IndexGraph {
     type Error = IndexFault;
 
     fn get(&self, id: Id) -> Result<Option<usize>, IndexFault> {
-        Ok(self.dec.live(id)?.map(|s| s as usize))
+        let Some(i) = self.dec.live(id)?.map(|s| s as usize) else {
+            return Ok(None);
+        };
+        // The position is a bare number in `uuids`: the row it names must be the message.
+        if self.row(i)?.head.uuid != id {
+            return Err(IndexFault::damaged(
+                "uuids",
+                format!("row {i} is not the message its uuid entry names"),
+            ));
+        }
+        Ok(Some(i))
     }
 
     fn head(&self, i: usize) -> Result<Cow<'_, MessageHead>, IndexFault> {
@@ -100,7 +208,14 @@ impl Graph for IndexGraph {
     }
 
     fn parent_of(&self, i: usize) -> Result<Option<Id>, IndexFault> {
-        self.dec.parent_of(&self.row(i)?)
+        let row = self.row(i)?;
+        let parent = self.dec.parent_of(&row)?;
+        if let Some(p) = parent
+            && parent == row.head.parent
+        {
+            self.check_named(i, p)?;
+        }
+        Ok(parent)
     }
 
     fn live_count(&self) -> usize {
@@ -123,9 +238,22 @@ impl Graph for IndexGraph {
     fn group(&self, mid: u64) -> Result<Vec<usize>, IndexFault> {
         let f = self.st().file;
         let mut out = Vec::new();
-        for item in self.msg_ids.range((f, mid, 0)..=(f, mid, u32::MAX))? {
-            let i = item?.0.value().2 as usize;
+        let seqs = read("msg_ids", || {
+            self.msg_ids
+                .range((f, mid, 0)..=(f, mid, u32::MAX))?
+                .map(|item| item.map(|(k, _)| k.value().2))
+                .collect::<Result<Vec<u32>, redb::StorageError>>()
+        })?;
+        self.check_count(counts::MSG_IDS, counts::mid_key(mid), seqs.len())?;
+        for i in seqs {
+            let i = i as usize;
             let h = self.row(i)?.head;
+            if h.message_id != Some(mid) {
+                return Err(IndexFault::damaged(
+                    "msg_ids",
+                    format!("row {i} is not in the response its entry says"),
+                ));
+            }
             if h.kind == Kind::Assistant && self.get(h.uuid)? == Some(i) {
                 out.push(i);
             }
@@ -135,7 +263,6 @@ impl Graph for IndexGraph {
 
     fn tool_results_of(&self, parent: Id) -> Result<Vec<usize>, IndexFault> {
         Ok(self
-            .dec
             .children_of(parent)?
             .into_iter()
             .filter(|(_, r)| r.head.kind == Kind::User && r.head.flags.has(Flags::TOOL_RESULT))
@@ -145,7 +272,6 @@ impl Graph for IndexGraph {
 
     fn attachments_of(&self, parent: Id) -> Result<Vec<usize>, IndexFault> {
         Ok(self
-            .dec
             .children_of(parent)?
             .into_iter()
             .filter(|(_, r)| r.head.kind == Kind::Attachment)
@@ -158,7 +284,30 @@ impl Graph for IndexGraph {
     }
 
     fn newest_leaf(&self, sidechain_ok: bool) -> Result<Option<usize>, IndexFault> {
-        Ok(state::newest_leaf(&self.leaf_times, self.st().file, sidechain_ok)?.map(|s| s as usize))
+        let stored = state::newest_leaf(&self.leaf_times, self.st().file, sidechain_ok)?;
+        // The key is all `leaf_times` holds, and a key changed by damage could move the newest
+        // leaf below another: the answer is checked against the leaves' own rows (the
+        // `derived` leaf facts are checksummed with their keys).
+        let mut newest = None;
+        for (s, id) in self.dec.leaves()? {
+            let h = self.row(s as usize)?.head;
+            if h.uuid != id {
+                return Err(IndexFault::damaged(
+                    "derived",
+                    format!("leaf {s} is another row"),
+                ));
+            }
+            if h.kind.is_turn() && (sidechain_ok || !h.flags.has(Flags::SIDECHAIN)) {
+                newest = newest.max(Some((sortable_ts(h.timestamp), s)));
+            }
+        }
+        if newest != stored {
+            return Err(IndexFault::damaged(
+                "leaf_times",
+                "the newest leaf is not the one its entries say",
+            ));
+        }
+        Ok(newest.map(|(_, s)| s as usize))
     }
 
     fn leaf_ids(&self) -> Result<Vec<Id>, IndexFault> {

@@ -1,7 +1,8 @@
 //! The index schema: one redb database per project directory.
 //!
 //! Every table is keyed by a `file` id first (a project holds many transcripts); a file's
-//! rows can be dropped with one range delete. Values are rmp-serde blobs or fixed bytes.
+//! rows can be dropped with one range delete. Values are rmp-serde blobs or fixed bytes; blobs,
+//! `derived` and `progress` values carry a checksum over the value and its key (`codec`).
 //!
 //! | table | key | value | what |
 //! |---|---|---|---|
@@ -20,6 +21,7 @@
 //! | `leaf_times` | (file, sidechain, timestamp, seq) | () | leaves by time: the newest is the last key |
 //! | `forward` | (file, uuid) | () | ids named (snip, preserved segment, parent) before any row had them |
 //! | `facts` | path | bytes | picker facts of a session (cached) |
+//! | `counts` | (file, kind, id) | count | entries of a `children` or `msg_ids` range (checked by scans) |
 
 use redb::TableDefinition;
 
@@ -34,7 +36,13 @@ use redb::TableDefinition;
 ///   the file was last checked (racy-mtime rule).
 /// - 5: no `meta_entries` table (metadata lines were stored but never read: resume needs only
 ///   `FileState::checkpoint`, titles come from `facts`).
-pub const INDEX_SCHEMA_VERSION: u32 = 5;
+/// - 6: checksums cover the key a value is stored under (`codec`): `rows`, `files`,
+///   `bad_lines`, `facts` values, and `derived` and `progress` values (raw bytes plus a
+///   checksum, [`crate::index::codec::tag`]); `FileState` counts `bad_lines` and `names`
+///   entries (their scans check the count); `counts` table (entries per `children` parent
+///   and per `msg_ids` hash), `derived` counts of `reparented` edges, and `FileState` counts
+///   of `DEAD`, `PRESERVED` and `ZEROED` facts.
+pub const INDEX_SCHEMA_VERSION: u32 = 6;
 
 /// The lowest and highest 16-byte ids, for range scans over one file's rows.
 pub const ID_FIRST: [u8; 16] = [0; 16];
@@ -60,6 +68,23 @@ pub const REPARENTED: TableDefinition<(u32, [u8; 16], u32), ()> =
 pub const LEAF_TIMES: TableDefinition<(u32, u8, u64, u32), ()> = TableDefinition::new("leaf_times");
 pub const FACTS: TableDefinition<&str, &[u8]> = TableDefinition::new("facts");
 pub const FORWARD: TableDefinition<(u32, [u8; 16]), ()> = TableDefinition::new("forward");
+pub const COUNTS: TableDefinition<(u32, u8, [u8; 16]), &[u8]> = TableDefinition::new("counts");
+
+/// Kinds of rows in [`COUNTS`]: how many keys a range of a table with empty values holds, so a
+/// scan that finds fewer (a key changed by damage) is caught.
+pub mod counts {
+    /// `children` entries of a parent (key: the parent id).
+    pub const CHILDREN: u8 = 0;
+    /// `msg_ids` entries of a `message.id` hash (key: the hash, little-endian, zero-padded).
+    pub const MSG_IDS: u8 = 1;
+
+    /// The 16-byte key of a `message.id` hash.
+    pub fn mid_key(mid: u64) -> [u8; 16] {
+        let mut k = [0; 16];
+        k[..8].copy_from_slice(&mid.to_le_bytes());
+        k
+    }
+}
 
 /// Creates every table, so readers never meet a missing one.
 pub fn create_all(txn: &redb::WriteTransaction) -> Result<(), redb::TableError> {
@@ -78,6 +103,7 @@ pub fn create_all(txn: &redb::WriteTransaction) -> Result<(), redb::TableError> 
     txn.open_table(LEAF_TIMES)?;
     txn.open_table(FACTS)?;
     txn.open_table(FORWARD)?;
+    txn.open_table(COUNTS)?;
     Ok(())
 }
 
@@ -99,6 +125,9 @@ pub mod derived {
     pub const LEAF: u8 = 3;
     /// A preserved assistant whose usage is zeroed.
     pub const ZEROED: u8 = 4;
+    /// How many `reparented` edges an effective parent has (value: count, 4 bytes LE), so a
+    /// scan that finds fewer (a key changed by damage) is caught.
+    pub const REPARENTS: u8 = 6;
 }
 
 /// Per-file state: what was indexed and how to check it is still the same file.
@@ -130,6 +159,16 @@ pub struct FileState {
     pub main_rows: u32,
     /// Live rows after the projections.
     pub live_rows: u32,
+    /// `DEAD` facts in `derived` (checked by the scan that reads them).
+    pub dead_facts: u32,
+    /// `PRESERVED` facts in `derived` (likewise).
+    pub preserved_facts: u32,
+    /// `ZEROED` facts in `derived` (likewise).
+    pub zeroed_facts: u32,
+    /// Entries of `bad_lines` (a scan that finds another number read damaged keys).
+    pub bad_lines: u64,
+    /// Entries of `names` (likewise).
+    pub names: u64,
     /// Unterminated tail seen at the last catch-up: `(offset, len)`.
     pub torn_tail: Option<(u64, u64)>,
     /// `leafUuid` of the newest `last-prompt` that carries one (format.md §A5 step 8a).

@@ -21,7 +21,8 @@
 
 use redb::{ReadableTable, Table, WriteTransaction};
 
-use super::codec::{decode, opt_id, read_opt_id};
+use super::codec::{decode, id_key, key_of, opt_id, read_opt_id, tag, untag};
+use super::guard::read;
 use super::schema::{
     DERIVED, FileState, ID_FIRST as ZERO, ID_LAST as MAX, LEAF_TIMES, REPARENTED, derived,
     sortable_ts,
@@ -144,30 +145,32 @@ impl<'t> Encoder<'t> {
     ) -> Result<(), redb::Error> {
         let f = self.f;
         self.clear()?;
+        let mut reparents = std::collections::BTreeMap::<Id, u32>::new();
         for (i, parent) in tree.relinked() {
-            self.derived.insert(
-                (f, derived::PARENT, rows[i].head.uuid.0),
-                opt_id(parent).as_slice(),
-            )?;
+            self.put(derived::PARENT, rows[i].head.uuid, opt_id(parent))?;
             if let Some(p) = parent {
                 self.reparented.insert((f, p.0, seq(i)), ())?;
+                *reparents.entry(p).or_default() += 1;
             }
         }
-        for id in &tree.snipped {
-            self.derived
-                .insert((f, derived::DEAD, id.0), [].as_slice())?;
+        for (p, n) in reparents {
+            self.put(derived::REPARENTS, p, n.to_le_bytes().to_vec())?;
         }
-        for id in &tree.preserved {
-            self.derived
-                .insert((f, derived::PRESERVED, id.0), [].as_slice())?;
+        for &id in &tree.snipped {
+            self.put(derived::DEAD, id, Vec::new())?;
+        }
+        for &id in &tree.preserved {
+            self.put(derived::PRESERVED, id, Vec::new())?;
         }
         for &i in &tree.leaves {
             self.set_leaf(seq(i), &rows[i].head, true)?;
         }
-        for id in &tree.zeroed_usage {
-            self.derived
-                .insert((f, derived::ZEROED, id.0), [].as_slice())?;
+        for &id in &tree.zeroed_usage {
+            self.put(derived::ZEROED, id, Vec::new())?;
         }
+        st.dead_facts = seq(tree.snipped.len());
+        st.preserved_facts = seq(tree.preserved.len());
+        st.zeroed_facts = seq(tree.zeroed_usage.len());
         st.segment_anchor = tree.live_segment.map(|s| s.anchor);
         st.drop_before = tree.drop_before.map(seq);
         st.live_rows = seq(tree.live_count_all());
@@ -178,14 +181,21 @@ impl<'t> Encoder<'t> {
         Ok(())
     }
 
+    /// Stores a derived fact of `id`, checksummed with its key ([`tag`]).
+    fn put(&mut self, kind: u8, id: Id, payload: Vec<u8>) -> Result<(), redb::Error> {
+        let value = tag(&id_key(self.f, kind, id.0), payload);
+        self.derived
+            .insert((self.f, kind, id.0), value.as_slice())?;
+        Ok(())
+    }
+
     /// Sets or clears the leaf status of row `seq`.
     pub fn set_leaf(&mut self, seq: u32, h: &MessageHead, leaf: bool) -> Result<(), redb::Error> {
         let f = self.f;
         let side = u8::from(h.flags.has(Flags::SIDECHAIN));
         let time_key = (f, side, sortable_ts(h.timestamp), seq);
         if leaf {
-            self.derived
-                .insert((f, derived::LEAF, h.uuid.0), seq.to_le_bytes().as_slice())?;
+            self.put(derived::LEAF, h.uuid, seq.to_le_bytes().to_vec())?;
             if h.kind.is_turn() {
                 self.leaf_times.insert(time_key, ())?;
             }
@@ -209,6 +219,12 @@ pub struct Decoder<R, U, D, C, P> {
     derived: D,
     children: C,
     reparented: P,
+    /// The `DEAD`, `PRESERVED` and `ZEROED` facts, read once (a scan whose count is checked
+    /// against the file state: a point lookup cannot tell a missing fact from a key changed by
+    /// damage, a scan with a count can).
+    sets: std::cell::OnceCell<[std::collections::HashSet<Id>; 3]>,
+    /// Check what the projections imply of a parent ([`Decoder::strict`]).
+    strict: bool,
 }
 
 impl<R, U, D, C, P> Decoder<R, U, D, C, P>
@@ -228,7 +244,18 @@ where
             derived,
             children,
             reparented,
+            sets: std::cell::OnceCell::new(),
+            strict: false,
         }
+    }
+
+    /// Checks, when answering, what the projections imply of an effective parent: a live row
+    /// whose line names a snipped parent is always re-pointed (format.md §A5 step 6), so one without
+    /// a `PARENT` fact lost it to damage. (Not while a batch is being added: its facts are not
+    /// written yet.)
+    pub fn strict(mut self) -> Self {
+        self.strict = true;
+        self
     }
 
     /// The tables, back (to write through the same handles).
@@ -253,18 +280,80 @@ where
 
     /// The stored row at map position `seq`.
     pub fn row(&self, seq: u32) -> Fault<MessageRow> {
-        let v = self.rows.get((self.f(), seq))?;
-        v.and_then(|v| decode(v.value()))
+        let v = read("rows", || {
+            Ok::<_, redb::StorageError>(self.rows.get((self.f(), seq))?.map(|v| v.value().to_vec()))
+        })?;
+        v.and_then(|v| decode(&key_of(self.f(), seq.into()), &v))
             .ok_or_else(|| IndexFault::damaged("rows", format!("row {seq} missing or undecodable")))
     }
 
+    /// The payload of a derived fact of `id`, its checksum checked against its key.
+    fn get_derived(&self, kind: u8, id: Id) -> Fault<Option<Vec<u8>>> {
+        let v = read("derived", || {
+            Ok::<_, redb::StorageError>(
+                self.derived
+                    .get((self.f(), kind, id.0))?
+                    .map(|v| v.value().to_vec()),
+            )
+        })?;
+        v.map(|v| {
+            untag(&id_key(self.f(), kind, id.0), &v)
+                .map(<[u8]>::to_vec)
+                .ok_or_else(|| {
+                    IndexFault::damaged("derived", format!("fact {kind} fails its checksum"))
+                })
+        })
+        .transpose()
+    }
+
+    /// Whether `id` has the derived fact `kind` (`DEAD`, `PRESERVED` or `ZEROED`).
     fn has(&self, kind: u8, id: Id) -> Fault<bool> {
-        Ok(self.derived.get((self.f(), kind, id.0))?.is_some())
+        let slot = match kind {
+            derived::DEAD => 0,
+            derived::PRESERVED => 1,
+            _ => 2,
+        };
+        if self.sets.get().is_none() {
+            let sets = [
+                self.scan_facts(derived::DEAD, self.st.dead_facts)?,
+                self.scan_facts(derived::PRESERVED, self.st.preserved_facts)?,
+                self.scan_facts(derived::ZEROED, self.st.zeroed_facts)?,
+            ];
+            let _ = self.sets.set(sets);
+        }
+        Ok(self.sets.get().is_some_and(|s| s[slot].contains(&id)))
+    }
+
+    /// The ids with fact `kind`, checked against the `count` the file state records.
+    fn scan_facts(&self, kind: u8, count: u32) -> Fault<std::collections::HashSet<Id>> {
+        let f = self.f();
+        let found = read("derived", || {
+            self.derived
+                .range((f, kind, ZERO)..=(f, kind, MAX))?
+                .map(|item| item.map(|(k, v)| (k.value().2, v.value().to_vec())))
+                .collect::<Result<Vec<_>, redb::StorageError>>()
+        })?;
+        if found.len() != count as usize {
+            return Err(IndexFault::damaged(
+                "derived",
+                format!("{} facts of kind {kind}, {count} stored", found.len()),
+            ));
+        }
+        found
+            .into_iter()
+            .map(|(id, v)| {
+                untag(&id_key(f, kind, id), &v)
+                    .map(|_| Id(id))
+                    .ok_or_else(|| IndexFault::damaged("derived", "a fact fails its checksum"))
+            })
+            .collect()
     }
 
     /// The map position of a message, live or not.
     pub fn seq_of(&self, id: Id) -> Fault<Option<u32>> {
-        Ok(self.uuids.get((self.f(), id.0))?.map(|v| v.value()))
+        read("uuids", || {
+            Ok::<_, redb::StorageError>(self.uuids.get((self.f(), id.0))?.map(|v| v.value()))
+        })
     }
 
     /// The map position of a live message (format.md §A5 steps 5 and 6 applied).
@@ -282,14 +371,21 @@ where
 
     /// The effective parent of a row.
     pub fn parent_of(&self, row: &MessageRow) -> Fault<Option<Id>> {
-        match self
-            .derived
-            .get((self.f(), derived::PARENT, row.head.uuid.0))?
-        {
-            Some(v) => read_opt_id(v.value())
-                .map_err(|()| IndexFault::damaged("derived", "effective parent of wrong length")),
-            None => Ok(row.head.parent),
+        if let Some(v) = self.get_derived(derived::PARENT, row.head.uuid)? {
+            return read_opt_id(&v)
+                .map_err(|()| IndexFault::damaged("derived", "effective parent of wrong length"));
         }
+        if self.strict
+            && let Some(p) = row.head.parent
+            && self.has(derived::DEAD, p)?
+            && self.live(row.head.uuid)?.is_some()
+        {
+            return Err(IndexFault::damaged(
+                "derived",
+                "a live row names a snipped parent and is not re-pointed",
+            ));
+        }
+        Ok(row.head.parent)
     }
 
     /// Whether the usage counts of a message are zeroed.
@@ -299,38 +395,78 @@ where
 
     /// Live children by effective parent, in map order.
     pub fn children_of(&self, id: Id) -> Fault<Vec<(u32, MessageRow)>> {
+        Ok(self.children_counted(id)?.0)
+    }
+
+    /// [`Decoder::children_of`], and how many `children` entries (on-disk edges) `id` has.
+    pub fn children_counted(&self, id: Id) -> Fault<(Vec<(u32, MessageRow)>, usize)> {
         let f = self.f();
-        let mut seqs: Vec<u32> = Vec::new();
-        for item in self.children.range((f, id.0, 0)..=(f, id.0, u32::MAX))? {
-            seqs.push(item?.0.value().2);
+        let mut seqs: Vec<u32> = read("children", || {
+            self.children
+                .range((f, id.0, 0)..=(f, id.0, u32::MAX))?
+                .map(|item| item.map(|(k, _)| k.value().2))
+                .collect::<Result<Vec<u32>, redb::StorageError>>()
+        })?;
+        let on_disk = seqs.len();
+        let reparented = read("reparented", || {
+            self.reparented
+                .range((f, id.0, 0)..=(f, id.0, u32::MAX))?
+                .map(|item| item.map(|(k, _)| k.value().2))
+                .collect::<Result<Vec<u32>, redb::StorageError>>()
+        })?;
+        let stored =
+            match self.get_derived(derived::REPARENTS, id)? {
+                Some(v) => u32::from_le_bytes(<[u8; 4]>::try_from(v.as_slice()).map_err(|_| {
+                    IndexFault::damaged("derived", "reparent count of wrong length")
+                })?),
+                None => 0,
+            };
+        if reparented.len() != stored as usize {
+            return Err(IndexFault::damaged(
+                "reparented",
+                format!(
+                    "a scan found {} edges, {stored} are stored",
+                    reparented.len()
+                ),
+            ));
         }
-        for item in self.reparented.range((f, id.0, 0)..=(f, id.0, u32::MAX))? {
-            seqs.push(item?.0.value().2);
-        }
+        seqs.extend(reparented);
         seqs.sort_unstable();
         seqs.dedup();
         let mut out = Vec::new();
         for seq in seqs {
             let row = self.row(seq)?;
+            // Every row is the one `uuids` names for its uuid (a duplicate line replaces the
+            // row in place): one it does not name lost its `uuids` key to damage.
+            if self.strict && self.seq_of(row.head.uuid)? != Some(seq) {
+                return Err(IndexFault::damaged(
+                    "uuids",
+                    format!("row {seq} is not the row of its uuid"),
+                ));
+            }
             if self.live(row.head.uuid)? == Some(seq) && self.parent_of(&row)? == Some(id) {
                 out.push((seq, row));
             }
         }
-        Ok(out)
+        Ok((out, on_disk))
     }
 
     /// The leaves `(seq, uuid)`, in map order.
     pub fn leaves(&self) -> Fault<Vec<(u32, Id)>> {
         let f = self.f();
         let mut out = Vec::new();
-        for item in self
-            .derived
-            .range((f, derived::LEAF, ZERO)..=(f, derived::LEAF, MAX))?
-        {
-            let (k, v) = item?;
-            let b = <[u8; 4]>::try_from(v.value())
+        let leaves = read("derived", || {
+            self.derived
+                .range((f, derived::LEAF, ZERO)..=(f, derived::LEAF, MAX))?
+                .map(|item| item.map(|(k, v)| (k.value().2, v.value().to_vec())))
+                .collect::<Result<Vec<_>, redb::StorageError>>()
+        })?;
+        for (id, v) in leaves {
+            let payload = untag(&id_key(f, derived::LEAF, id), &v)
+                .ok_or_else(|| IndexFault::damaged("derived", "leaf fails its checksum"))?;
+            let b = <[u8; 4]>::try_from(payload)
                 .map_err(|_| IndexFault::damaged("derived", "leaf value of wrong length"))?;
-            out.push((u32::from_le_bytes(b), Id(k.value().2)));
+            out.push((u32::from_le_bytes(b), Id(id)));
         }
         out.sort_unstable();
         Ok(out)
@@ -338,21 +474,23 @@ where
 }
 
 /// The newest turn leaf of file `f` by `(timestamp, seq)`, sidechain ones included only when
-/// `sidechain_ok` (the last key of `leaf_times`).
+/// `sidechain_ok` (the last key of `leaf_times`): `(sortable timestamp, seq)`.
 pub fn newest_leaf(
     leaf_times: &impl ReadableTable<(u32, u8, u64, u32), ()>,
     f: u32,
     sidechain_ok: bool,
-) -> Fault<Option<u32>> {
+) -> Fault<Option<(u64, u32)>> {
     let last = |side: u8| -> Fault<Option<(u64, u32)>> {
-        let mut r = leaf_times.range((f, side, 0, 0)..=(f, side, u64::MAX, u32::MAX))?;
-        match r.next_back() {
-            Some(item) => {
-                let (_, _, ts, seq) = item?.0.value();
-                Ok(Some((ts, seq)))
+        read("leaf_times", || {
+            let mut r = leaf_times.range((f, side, 0, 0)..=(f, side, u64::MAX, u32::MAX))?;
+            match r.next_back() {
+                Some(item) => {
+                    let (_, _, ts, seq) = item?.0.value();
+                    Ok::<_, redb::StorageError>(Some((ts, seq)))
+                }
+                None => Ok(None),
             }
-            None => Ok(None),
-        }
+        })
     };
     let main = last(0)?;
     let best = if sidechain_ok {
@@ -360,5 +498,5 @@ pub fn newest_leaf(
     } else {
         main
     };
-    Ok(best.map(|(_, seq)| seq))
+    Ok(best)
 }

@@ -101,6 +101,11 @@ fn project_entry(
         .get("parentUuid")
         .and_then(Value::as_str)
         .map(Id::from_text);
+    // The parent the chain was resolved with (the index's row, or the scan): a line with
+    // another one is not the line the answer describes.
+    if on_disk != link.written_parent {
+        return None;
+    }
     // Old entry shapes are handed over in the current format (STYLE practice 7).
     let upgraded = crate::transcript::upgrade::upgrade(v);
     if on_disk == link.parent && !link.zero_usage && !upgraded {

@@ -10,6 +10,7 @@ use super::interrupt::{Interrupt, detect};
 use super::message::Message;
 use crate::chain::{BadLine, ChainBreak, LeafRule, Resolution, ResolveOptions, View};
 use crate::error::{Error, Result, check_id};
+use crate::index::ingest::Stat;
 use crate::index::{Answer, Source, Store};
 use crate::transcript::id::{Id, IdNames};
 
@@ -199,10 +200,39 @@ impl Store {
         self.resolve(path, opts)
     }
 
-    /// One resolve-and-read of [`Store::conversation`].
+    /// One resolve-and-read of [`Store::conversation`]. A line that is not what the index
+    /// answer says (another uuid or `parentUuid` at the recorded offset) while the transcript's
+    /// stat did not change is index damage no checksum caught, not a change of the file: the
+    /// file's index state is rebuilt and the answer read again; a second mismatch answers from
+    /// the transcript.
     fn read_conversation(&self, path: &Path, opts: &ResumeOptions) -> Result<Conversation> {
+        let before = Stat::of(path).ok();
+        let unchanged = || before.is_some() && Stat::of(path).ok() == before;
+        match self.read_conversation_from(path, opts, opts.no_index) {
+            Err(Error::BadEntry { .. }) if !opts.no_index && unchanged() => {
+                if self.rebuild(path).is_err() {
+                    return self.read_conversation_from(path, opts, true);
+                }
+                match self.read_conversation_from(path, opts, false) {
+                    Err(Error::BadEntry { .. }) if unchanged() => {
+                        self.read_conversation_from(path, opts, true)
+                    }
+                    r => r,
+                }
+            }
+            r => r,
+        }
+    }
+
+    /// A resolve (from the index unless `no_index`) and the read of its lines.
+    fn read_conversation_from(
+        &self,
+        path: &Path,
+        opts: &ResumeOptions,
+        no_index: bool,
+    ) -> Result<Conversation> {
         let mut answer = self
-            .answer(path, opts.resolve_options(), opts.no_index)
+            .answer(path, opts.resolve_options(), no_index)
             .map_err(|e| match &opts.leaf {
                 Some(text) => e.name_requested(text),
                 None => e,

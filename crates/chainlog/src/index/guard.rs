@@ -1,0 +1,39 @@
+//! redb reads of pages nobody checked: a panic of redb on a damaged page becomes a typed fault.
+//!
+//! # Context
+//! A sidecar whose `.verified` marker matches is read without redb's full page check (skipping
+//! it is what the marker is for). Damage that no stat sees — bit rot: same inode, length and
+//! times — then reaches ordinary reads, and redb 4.6.0 does not verify page checksums on them.
+//! Some of them panic on a damaged page instead of returning `StorageError::Corrupted`
+//! (measured with `tests/index_damage.rs`, zeroed 4 KiB pages): `unreachable!()` when a page's
+//! type byte is neither leaf nor branch (`Btree::get_helper`, `tree_store/btree.rs:1110`, for
+//! `get`; `descend_to_position`, `tree_store/btree_cursor.rs:167`, for `range` and for stepping
+//! to the next leaf), a slice index past the page in `AccessGuard::value`
+//! (`tree_store/btree_base.rs:283`), and `unwrap`s and slice indexes reading a table's stored
+//! definition in `open_table` (`tree_store/table_tree_base.rs:441`, `TypeName::from_bytes` in
+//! `types.rs:109`).
+//!
+//! # Design
+//! [`read`] runs one redb read under `catch_unwind` ([`super::open::isolate`]): one `get` with the
+//! `value()` of its guard, one `open_table`, or one range scan with its iteration and the
+//! `value()`s of its entries — redb code only, never chainlog's decoding or logic. A panic there
+//! is [`IndexFault::Damaged`] naming the table; the caller starts the sidecar over
+//! ([`super::open::IndexDb::start_over`]) and answers again. A panic anywhere else is a bug
+//! and is not caught.
+
+use super::state::{Fault, IndexFault};
+
+/// Runs `call`, one redb read of `table`; a panic of redb is damage of that table.
+pub fn read<T, E: Into<redb::Error>>(
+    table: &'static str,
+    call: impl FnOnce() -> Result<T, E>,
+) -> Fault<T> {
+    match super::open::isolate(call) {
+        Some(Ok(v)) => Ok(v),
+        Some(Err(e)) => Err(IndexFault::Storage(e.into())),
+        None => Err(IndexFault::damaged(
+            table,
+            "redb panicked reading a damaged page",
+        )),
+    }
+}
