@@ -38,7 +38,7 @@ use redb::TableDefinition;
 ///   `FileState::checkpoint`, titles come from `facts`).
 /// - 6: checksums cover the key a value is stored under (`codec`): `rows`, `files`,
 ///   `bad_lines`, `facts` values, and `derived` and `progress` values (raw bytes plus a
-///   checksum, [`crate::index::codec::tag`]); `FileState` counts `bad_lines` and `names`
+///   checksum, `codec::tag`); `FileState` counts `bad_lines` and `names`
 ///   entries (their scans check the count); `counts` table (entries per `children` parent
 ///   and per `msg_ids` hash), `derived` counts of `reparented` edges, and `FileState` counts
 ///   of `DEAD`, `PRESERVED` and `ZEROED` facts.
