@@ -146,3 +146,52 @@ fn long_output_on_a_terminal_goes_through_the_pager() {
         "no pager for a long view:\n{pane}"
     );
 }
+
+#[test]
+fn json_trailer_of_text_output_goes_to_stderr() {
+    let example = util::manifest_dir().join("fixtures/example.jsonl");
+    let dir = tempfile::tempdir().unwrap();
+    let index = dir.path().to_str().unwrap();
+    let p = example.to_str().unwrap();
+    let text = util::chainlog(&[
+        "--index-dir",
+        index,
+        "--json",
+        "resume",
+        p,
+        "--format",
+        "text",
+    ]);
+    assert!(text.status.success());
+    let (out, err) = (
+        String::from_utf8_lossy(&text.stdout),
+        String::from_utf8_lossy(&text.stderr),
+    );
+    assert!(
+        !out.contains("{\"chainlog\""),
+        "trailer mixed into the text:\n{out}"
+    );
+    let trailer: serde_json::Value = serde_json::from_str(
+        err.lines()
+            .find(|l| l.starts_with("{\"chainlog\""))
+            .expect("the trailer on stderr"),
+    )
+    .unwrap();
+    assert!(trailer["chainlog"]["messages"].as_u64().unwrap() > 0);
+    // Machine formats keep it as their last stdout line.
+    let uuids = util::chainlog(&[
+        "--index-dir",
+        index,
+        "--json",
+        "resume",
+        p,
+        "--format",
+        "uuids",
+    ]);
+    let last = String::from_utf8_lossy(&uuids.stdout)
+        .lines()
+        .last()
+        .unwrap()
+        .to_owned();
+    assert!(last.starts_with("{\"chainlog\""), "{last}");
+}

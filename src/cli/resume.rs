@@ -177,23 +177,26 @@ fn print(cli: &Cli, conv: &Conversation, a: &ViewArgs, out: &mut impl Write) -> 
     let interrupt = conv.interrupt();
     report_breaks(path, res, &ans.names);
     if cli.json {
-        write_json(
-            out,
-            &json!({"chainlog": {
-                "path": path,
-                "leaf": conv.leaf().map(|(id, _)| id),
-                "leafRule": res.leaf.map(|(_, r)| r),
-                "messages": view.len(),
-                "interrupt": interrupt,
-                "chainBreak": res.chain_break.as_ref().map(|b| b.to_json(&ans.names)),
-                "bridges": res.bridges.iter().map(|b| b.to_json(&ans.names)).collect::<Vec<_>>(),
-                "badLines": ans.bad_lines.len(),
-                "source": match conv.source() {
-                    chainlog::Source::Index => "index",
-                    chainlog::Source::Transcript(_) => "transcript",
-                },
-            }}),
-        )?;
+        let trailer = json!({"chainlog": {
+            "path": path,
+            "leaf": conv.leaf().map(|(id, _)| id),
+            "leafRule": res.leaf.map(|(_, r)| r),
+            "messages": view.len(),
+            "interrupt": interrupt,
+            "chainBreak": res.chain_break.as_ref().map(|b| b.to_json(&ans.names)),
+            "bridges": res.bridges.iter().map(|b| b.to_json(&ans.names)).collect::<Vec<_>>(),
+            "badLines": ans.bad_lines.len(),
+            "source": match conv.source() {
+                chainlog::Source::Index => "index",
+                chainlog::Source::Transcript(_) => "transcript",
+            },
+        }});
+        // Readable text stays text: its trailer goes to stderr.
+        if format == Format::Text {
+            write_json(&mut std::io::stderr().lock(), &trailer)?;
+        } else {
+            write_json(out, &trailer)?;
+        }
     } else if interrupt != chainlog::Interrupt::None {
         eprintln!(
             "chainlog: interrupt: {}",
