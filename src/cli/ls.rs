@@ -1,7 +1,6 @@
 //! `chainlog ls`: the sessions of a project (or all), newest first.
 
 use std::io::Write;
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use chainlog::ListOptions;
@@ -22,18 +21,8 @@ pub enum SortArg {
 
 #[derive(Debug, clap::Args)]
 pub struct LsArgs {
-    /// The project: a working directory, a project directory, or a project key (the folder
-    /// name under `projects/`; default: the current directory).
-    #[arg(
-        long,
-        value_name = "DIR",
-        conflicts_with = "all",
-        allow_hyphen_values = true
-    )]
-    pub project: Option<PathBuf>,
-    /// Every project.
-    #[arg(long)]
-    pub all: bool,
+    #[command(flatten)]
+    pub scope: super::Scope,
     /// Only sessions whose title, first prompt or last prompt contains TEXT (any case).
     #[arg(long, value_name = "TEXT")]
     pub search: Option<String>,
@@ -56,8 +45,8 @@ pub struct LsArgs {
 
 pub fn run(cli: &Cli, a: &LsArgs, out: &mut impl Write) -> CliResult {
     let opts = ListOptions {
-        project: a.project.clone(),
-        all: a.all,
+        project: a.scope.project.clone(),
+        all: a.scope.all,
         search: a.search.clone(),
         tag: a.tag.clone(),
         branch: a.branch.clone(),
@@ -143,7 +132,7 @@ fn print_table(out: &mut impl Write, a: &LsArgs, sessions: &[SessionFacts]) -> s
                 },
                 table::cut(f.git_branch.as_deref().unwrap_or_default(), 20),
                 table::cut(f.tag.as_deref().unwrap_or_default(), 12),
-                if a.all {
+                if a.scope.all {
                     table::cut(&f.project_key, 24)
                 } else {
                     String::new()

@@ -50,7 +50,8 @@ pub enum Command {
     Leaves(leaves::LeavesArgs),
     /// List sessions of a project (or all), newest first.
     Ls(ls::LsArgs),
-    /// Pick a session in an interactive list (filter, preview) and resume it with `claude`.
+    /// Pick a session in an interactive list (filter, preview; Tab switches between the
+    /// project and all) and resume it with `claude`.
     Pick(pick::PickArgs),
     /// Resume the newest session of a project.
     Continue(continue_::ContinueArgs),
@@ -100,6 +101,23 @@ pub struct GenArgs {
     /// Turn on every feature (branches, compactions, snips, progress, corruption...).
     #[arg(long)]
     pub everything: bool,
+}
+
+/// Which sessions a listing verb looks at (`ls`, `search`, `pick`).
+#[derive(Debug, clap::Args)]
+pub struct Scope {
+    /// The project: a working directory, a project directory, or a project key (the folder
+    /// name under `projects/`; default: the current directory).
+    #[arg(
+        long,
+        value_name = "DIR",
+        conflicts_with = "all",
+        allow_hyphen_values = true
+    )]
+    pub project: Option<PathBuf>,
+    /// Every project.
+    #[arg(long)]
+    pub all: bool,
 }
 
 /// Runs the CLI and maps errors to exit codes (format.md §B3).

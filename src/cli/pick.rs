@@ -45,18 +45,8 @@ const SEARCH_PAUSE: Duration = Duration::from_millis(250);
 
 #[derive(Debug, clap::Args)]
 pub struct PickArgs {
-    /// The project: a working directory, a project directory, or a project key (default: the
-    /// current directory).
-    #[arg(
-        long,
-        value_name = "DIR",
-        conflicts_with = "all",
-        allow_hyphen_values = true
-    )]
-    pub project: Option<PathBuf>,
-    /// Start with every project (Tab switches between the project and all).
-    #[arg(long)]
-    pub all: bool,
+    #[command(flatten)]
+    pub scope: super::Scope,
 }
 
 pub fn run(cli: &Cli, a: &PickArgs) -> CliResult {
@@ -66,7 +56,7 @@ pub fn run(cli: &Cli, a: &PickArgs) -> CliResult {
         )));
     }
     let store = super::store(cli)?;
-    let mut picker = Picker::new(a.project.clone(), a.all);
+    let mut picker = Picker::new(a.scope.project.clone(), a.scope.all);
     // The first listing is loaded before the screen is taken, so its errors print as usual.
     picker.load(&store)?;
     let mut terminal = ratatui::init();

@@ -2,7 +2,6 @@
 //! to resume at.
 
 use std::io::Write;
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use chainlog::search::SearchOptions;
@@ -13,18 +12,8 @@ use super::{Cli, CliResult, write_json};
 pub struct SearchArgs {
     /// Words (all must match), "a phrase", OR, -excluded.
     pub query: String,
-    /// The project: a working directory, a project directory or a project key (default: the
-    /// current directory).
-    #[arg(
-        long,
-        value_name = "DIR",
-        conflicts_with = "all",
-        allow_hyphen_values = true
-    )]
-    pub project: Option<PathBuf>,
-    /// Every project.
-    #[arg(long)]
-    pub all: bool,
+    #[command(flatten)]
+    pub scope: super::Scope,
     /// At most N hits.
     #[arg(long, value_name = "N", default_value_t = 20)]
     pub limit: usize,
@@ -36,8 +25,8 @@ pub const SEARCH_JSON_SCHEMA: u32 = 1;
 pub fn run(cli: &Cli, a: &SearchArgs, out: &mut impl Write) -> CliResult {
     let claude = chainlog::claude_dir(cli.claude_dir.as_deref())?;
     let opts = SearchOptions {
-        project: a.project.clone(),
-        all: a.all,
+        project: a.scope.project.clone(),
+        all: a.scope.all,
         limit: a.limit,
     };
     let hits = chainlog::search::search(&super::store(cli)?, &claude, &a.query, &opts)?;
