@@ -312,6 +312,98 @@ fn an_unusable_index_location_answers_from_the_transcript() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("answered from the transcript"));
 }
 
+/// A tmpfs of `kib` KiB mounted on a fresh folder, unmounted when dropped.
+struct SmallDisk {
+    dir: tempfile::TempDir,
+}
+
+impl SmallDisk {
+    /// `None` (with the reason printed) only when not running as root; as root a mount that
+    /// fails is a failure, never a silent skip.
+    fn mount(kib: u64) -> Option<SmallDisk> {
+        let dir = tempfile::tempdir().unwrap();
+        let out = Command::new("mount")
+            .args([
+                "-t",
+                "tmpfs",
+                "-o",
+                &format!("size={kib}k,mode=0700"),
+                "tmpfs",
+            ])
+            .arg(dir.path())
+            .output();
+        match out {
+            Ok(o) if o.status.success() => Some(SmallDisk { dir }),
+            other => {
+                let root = Command::new("id")
+                    .arg("-u")
+                    .output()
+                    .is_ok_and(|o| o.stdout.starts_with(b"0\n"));
+                assert!(
+                    !root,
+                    "running as root, yet mounting a tmpfs failed: {other:?}"
+                );
+                eprintln!(
+                    "SKIPPED: a full disk needs a small tmpfs, and mounting one needs root: {other:?}"
+                );
+                None
+            }
+        }
+    }
+}
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(self.dir.path()).status();
+    }
+}
+
+#[test]
+fn a_full_disk_leaves_no_temporary_file_and_resume_answers() {
+    // #8 item 11: writes of the index failing with ENOSPC (the sidecar, its pages, the verified
+    // marker) leave no `<db>.redb.tmp<PID>` behind, and resume answers from the transcript.
+    let (_dir, path, _) = setup(3000);
+    let want = reference(&path);
+    let mut full = 0;
+    // From a disk too small to create the sidecar to one that fills up during the catch-up.
+    for kib in [16, 64, 256, 1024, 2048] {
+        let Some(disk) = SmallDisk::mount(kib) else {
+            return;
+        };
+        let index = disk.dir.path().join("idx");
+        for round in 0..2 {
+            let out = cli(&resume_args(&path, &index));
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(out.status.success(), "{kib} KiB, round {round}: {err}");
+            let got: Vec<String> = String::from_utf8_lossy(&out.stdout)
+                .lines()
+                .map(str::to_owned)
+                .collect();
+            assert!(
+                got == want,
+                "{kib} KiB, round {round}: {} uuids: {err}",
+                got.len()
+            );
+            if err.contains("answered from the transcript") {
+                full += 1;
+            }
+            let left: Vec<String> = std::fs::read_dir(&index)
+                .map(|d| {
+                    d.flatten()
+                        .map(|e| e.file_name().to_string_lossy().into_owned())
+                        .filter(|n| n.contains(".tmp"))
+                        .collect()
+                })
+                .unwrap_or_default();
+            assert!(
+                left.is_empty(),
+                "{kib} KiB, round {round}: left behind {left:?}"
+            );
+        }
+    }
+    assert!(full > 0, "no size filled the disk: the test tests nothing");
+}
+
 /// Whether an OFD write lock is held on byte `offset` of the file with inode `ino`.
 fn write_locked(ino: u64, offset: u64) -> bool {
     let locks = std::fs::read_to_string("/proc/locks").unwrap_or_default();
@@ -434,7 +526,9 @@ fn a_stopped_writer_blocks_no_other_command_for_long() {
         );
         signal("-STOP");
         std::thread::sleep(Duration::from_millis(20));
-        if write_locked(ino, WRITER_BYTE) {
+        // Inside its write transaction, not inside a commit or a compaction (which hold redb's
+        // header lock, and so every reader's `begin_read`, for their whole length).
+        if write_locked(ino, WRITER_BYTE) && !write_locked(ino, 0) {
             break;
         }
         signal("-CONT");
@@ -493,6 +587,17 @@ fn a_stopped_writer_blocks_no_other_command_for_long() {
             Some(reference(&big)),
         ),
         ("index", with(vec!["index".into(), s(&changed)]), None),
+        (
+            "resume --json of an unchanged session",
+            with(vec![
+                "--json".into(),
+                "resume".into(),
+                s(&other),
+                "--format".into(),
+                "uuids".into(),
+            ]),
+            None,
+        ),
     ] {
         let (took, out) = timed(&args);
         let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
@@ -506,6 +611,18 @@ fn a_stopped_writer_blocks_no_other_command_for_long() {
             assert!(stderr.contains("busy"), "{what}: {stderr}");
         } else {
             assert!(out.status.success(), "{what}: {:?} {stderr}", out.status);
+        }
+        if what == "resume --json of an unchanged session" {
+            // Its index is current: answered from it, without waiting on the stopped writer
+            // (the read-write path would have waited `LOCK_WAIT`, then used the transcript).
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            let trailer = stdout.lines().last().unwrap_or_default();
+            assert!(
+                trailer.contains(r#""source":"index""#),
+                "{what} did not answer from the index: {trailer} {stderr}"
+            );
+            let got: Vec<&str> = stdout.lines().filter(|l| !l.starts_with('{')).collect();
+            assert_eq!(got, reference(&other), "{what}");
         }
         if let Some(want) = expect {
             let got: Vec<String> = String::from_utf8_lossy(&out.stdout)

@@ -548,3 +548,52 @@ fn resume_racing_a_tail_truncation_answers() {
         );
     });
 }
+
+#[test]
+fn warm_resume_summarises_bad_lines() {
+    // #8 item 7: a transcript with many bad lines made every warm resume hold every bad-line
+    // record (1M lines: about 190 MB) and hand all of them to the command. The index serves
+    // the first few with their position and a count instead, without reading the others.
+    const BAD: usize = 5000;
+    let mut text = chain(4, |_| None);
+    for i in 0..BAD {
+        writeln!(text, "not json {i}").unwrap();
+    }
+    let c = case(&text);
+    let store = chainlog::Store::new(&c.index);
+    store.catch_up(&c.path).unwrap();
+    let t = chainlog::reference::Transcript::open(&c.path).unwrap();
+    assert_eq!(t.bad_lines.len(), BAD);
+    let a = store
+        .resolve(&c.path, chainlog::reference::ResolveOptions::default())
+        .unwrap();
+    assert_eq!(a.source, chainlog::Source::Index);
+    assert!(
+        a.bad_lines.len() <= 100,
+        "a warm resume holds {} bad-line records",
+        a.bad_lines.len()
+    );
+    assert_eq!(a.bad_lines[..], t.bad_lines[..a.bad_lines.len()]);
+    assert_eq!(a.bad_line_count, BAD as u64);
+    // The full scan's answer is summarised the same way.
+    let r = chainlog::Store::reference(
+        &c.path,
+        chainlog::reference::ResolveOptions::default(),
+        String::new(),
+    )
+    .unwrap();
+    assert_eq!((&r.bad_lines, r.bad_line_count), (&a.bad_lines, BAD as u64));
+
+    let (out, err) = c.resume("uuids");
+    assert_eq!(out, uuids(4));
+    let warnings = err.lines().filter(|l| l.contains("warning")).count();
+    assert!(warnings <= 11, "{warnings} warning lines");
+    assert!(
+        err.contains("s.jsonl:5 (byte "),
+        "the first bad line, placed: {err}"
+    );
+    assert!(
+        err.contains(&format!("… and {} more lines with problems", BAD - 10)),
+        "{err}"
+    );
+}

@@ -278,17 +278,12 @@ pub fn report_problems(path: &std::path::Path, ans: &chainlog::Answer) {
             b.problem
         );
     }
-    if let Some(rest) = ans
-        .bad_lines
-        .get(BAD_LINES_SHOWN..)
-        .filter(|r| !r.is_empty())
-    {
-        let skipped = rest.iter().filter(|b| b.problem.skipped()).count();
+    let shown = ans.bad_lines.len().min(BAD_LINES_SHOWN) as u64;
+    if ans.bad_line_count > shown {
         eprintln!(
-            "chainlog: warning: {}: {} more lines with problems not shown ({skipped} skipped, {} kept with unreadable fields)",
+            "chainlog: warning: {}: … and {} more lines with problems (skipped, or kept with unreadable fields) not shown",
             path.display(),
-            rest.len(),
-            rest.len() - skipped
+            ans.bad_line_count - shown
         );
     }
     if let Some((off, len)) = ans.torn_tail {

@@ -185,7 +185,7 @@ fn print(cli: &Cli, conv: &Conversation, a: &ViewArgs, out: &mut impl Write) -> 
             "interrupt": interrupt,
             "chainBreak": res.chain_break.as_ref().map(|b| b.to_json(&ans.names)),
             "bridges": res.bridges.iter().map(|b| b.to_json(&ans.names)).collect::<Vec<_>>(),
-            "badLines": ans.bad_lines.len(),
+            "badLines": ans.bad_line_count,
             "source": match conv.source() {
                 chainlog::Source::Index => "index",
                 chainlog::Source::Transcript(_) => "transcript",

@@ -59,7 +59,7 @@ pub use catalog::{AgentInfo, ListOptions, SessionFacts, SortBy, Target};
 pub use chain::{ChainBreak, LeafRule, Resolution};
 pub use error::{Error, Position, Result};
 pub use index::ingest::CatchUp;
-pub use index::{Answer, Source, Store};
+pub use index::{Answer, BAD_LINES_KEPT, Source, Store};
 pub use resume::conversation::{Conversation, ResumeOptions};
 pub use resume::interrupt::Interrupt;
 pub use resume::message::{Block, Message, Role};

@@ -12,6 +12,7 @@
 //! |---|---|
 //! | [`schema`] | tables, [`schema::INDEX_SCHEMA_VERSION`], per-file state |
 //! | [`open`] | opening in redb's multi-writer mode, retries, wipe on damage or version |
+//! | [`live`] | whether a chainlog process has a sidecar open read-write (trusted while it is) |
 //! | [`ingest`] | catch-up: verify the prefix, frame and store only new lines |
 //! | [`derive`] | re-derive the projections with the reference code over stored rows |
 //! | [`incremental`] | extend the projections after a plain append, or decline |
@@ -24,6 +25,7 @@ pub mod derive;
 pub mod guard;
 pub mod incremental;
 pub mod ingest;
+pub mod live;
 pub mod lookup;
 pub mod open;
 pub mod progress;
@@ -52,6 +54,11 @@ use query::IndexGraph;
 use schema::{BAD_LINES, FILES, FileState, PROGRESS, ROWS};
 use state::IndexFault;
 
+/// Bad-line records an [`Answer`] holds: the first ones, in file order; the others are only
+/// counted ([`Answer::bad_line_count`]). A transcript can hold millions of bad lines, and a warm
+/// resume must not read them all.
+pub const BAD_LINES_KEPT: usize = 100;
+
 /// A catch-up that indexed at least this many bytes compacts the sidecar afterwards.
 const COMPACT_AFTER_BYTES: u64 = 8 << 20;
 
@@ -71,8 +78,11 @@ pub struct Answer {
     pub resolution: Resolution,
     /// Texts of non-UUID ids.
     pub names: IdNames,
-    /// Lines skipped in the transcript.
+    /// The first [`BAD_LINES_KEPT`] lines skipped in the transcript or kept with unreadable
+    /// fields, in file order, each with its line and byte offset.
     pub bad_lines: Vec<BadLine>,
+    /// How many such lines the transcript has in all.
+    pub bad_line_count: u64,
     /// Unterminated last line, not read yet: `(offset, len)`.
     pub torn_tail: Option<(u64, u64)>,
     /// Bytes of the transcript the answer covers: up to the end of its last complete line
@@ -432,21 +442,24 @@ fn query(
         resolution: res,
         names,
         bad_lines,
+        bad_line_count: bad_count,
         torn_tail,
         cursor,
         source: Source::Index,
     }))
 }
 
-/// The skipped lines of file `f`; one that does not decode is damage (never left out).
+/// The first [`BAD_LINES_KEPT`] skipped lines of file `f` (of `count`); one that does not
+/// decode is damage (never left out). The others are not read.
 fn bad_lines(txn: &redb::ReadTransaction, f: u32, count: u64) -> Result<Vec<BadLine>, IndexFault> {
     let t = guard::read("bad_lines", || txn.open_table(BAD_LINES))?;
     let stored = guard::read("bad_lines", || {
         t.range((f, 0)..=(f, u64::MAX))?
+            .take(BAD_LINES_KEPT)
             .map(|item| item.map(|(k, v)| (k.value().1, v.value().to_vec())))
             .collect::<Result<Vec<_>, redb::StorageError>>()
     })?;
-    if stored.len() as u64 != count {
+    if stored.len() as u64 != count.min(BAD_LINES_KEPT as u64) {
         return Err(IndexFault::damaged(
             "bad_lines",
             "fewer or more skipped lines than stored",
@@ -478,7 +491,8 @@ fn reference(transcript: &Path, opts: ResolveOptions, why: String) -> Result<Ans
     Ok(Answer {
         resolution: res,
         names: t.names.clone(),
-        bad_lines: t.bad_lines.clone(),
+        bad_lines: t.bad_lines.iter().take(BAD_LINES_KEPT).cloned().collect(),
+        bad_line_count: t.bad_lines.len() as u64,
         torn_tail: t.frame.torn_tail,
         cursor: t.frame.complete_len,
         source: Source::Transcript(why),

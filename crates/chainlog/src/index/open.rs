@@ -28,6 +28,9 @@ pub struct IndexDb {
     pub path: PathBuf,
     /// The redb handle (taken at drop to close the file before the verified marker is written).
     handle: Option<Database>,
+    /// This process's share of `<db>.live` ([`super::live`]), taken once the file is trusted and
+    /// released after the marker is written.
+    live: Option<super::live::Live>,
 }
 
 fn index_error(path: &Path, e: impl std::fmt::Display) -> Error {
@@ -47,12 +50,22 @@ impl IndexDb {
     /// Opens (creating if needed) the index at `path`, rebuilding it if it is damaged or
     /// from another schema version.
     pub fn open(path: &Path) -> Result<IndexDb> {
+        Self::open_with(path, true)
+    }
+
+    /// [`IndexDb::open`]; `trust_live`: a sidecar another chainlog process has open
+    /// read-write ([`super::live`]) is trusted like a verified one (not after damage was found).
+    fn open_with(path: &Path, trust_live: bool) -> Result<IndexDb> {
         if let Some(dir) = path.parent() {
             create_private_dir(dir).map_err(|e| index_error(dir, e))?;
         }
         // Read before redb's read-write open, which rewrites the header (and so the file's
         // modification time): read after it, the marker would never match.
-        let verified = is_verified(path);
+        let verified = if trust_live {
+            is_trusted(path)
+        } else {
+            is_verified(path)
+        };
         let mut fresh = create_private_file(path).map_err(|e| index_error(path, e))?;
         let mut delay = Duration::from_millis(2);
         let mut attempt = 0;
@@ -83,6 +96,7 @@ impl IndexDb {
         let mut idx = IndexDb {
             path: path.to_path_buf(),
             handle: Some(db),
+            live: None,
         };
         // A file created empty by this open has no pages to check. A version that does not
         // read may be a damaged page the marker could not see: check before emptying tables
@@ -101,6 +115,8 @@ impl IndexDb {
                 idx.handle = Some(db);
             }
         }
+        // Trusted from here on: readers may use the read-only path while this handle is open.
+        idx.live = super::live::enter(path);
         idx.check_schema()?;
         Ok(idx)
     }
@@ -129,8 +145,9 @@ impl IndexDb {
     /// the marker could not see), then every table is emptied.
     pub fn start_over(&mut self) -> Result<()> {
         drop(self.handle.take());
+        drop(self.live.take());
         let _ = std::fs::remove_file(marker_path(&self.path));
-        let fresh = IndexDb::open(&self.path)?;
+        let fresh = IndexDb::open_with(&self.path, false)?;
         fresh.wipe()?;
         *self = fresh;
         Ok(())
@@ -180,11 +197,12 @@ impl IndexDb {
     }
 }
 
-/// Opens an existing index for reading only (no header write, no fsync), when it carries
-/// [`INDEX_SCHEMA_VERSION`]. `None` when it is missing, busy, damaged or of another version:
-/// the caller then takes the read-write path, which repairs.
+/// Opens an existing index for reading only (no header write, no fsync, never the writer lock),
+/// when it is trusted ([`is_trusted`]) and carries [`INDEX_SCHEMA_VERSION`]. `None` when it is
+/// missing, busy, damaged or of another version: the caller then takes the read-write path,
+/// which repairs.
 pub fn open_read_only(path: &Path) -> Option<redb::ReadOnlyDatabase> {
-    if !is_verified(path) {
+    if !is_trusted(path) {
         return None;
     }
     let db = isolate(|| super::wait::waiting(|| builder().open_read_only(path)))?.ok()?;
@@ -213,6 +231,8 @@ impl Drop for IndexDb {
                 mark_verified(&self.path);
             }
         }
+        // Only now: until the marker is written, the lock is what makes the file trusted.
+        drop(self.live.take());
     }
 }
 
@@ -277,6 +297,13 @@ pub fn is_verified(path: &Path) -> bool {
         (Some(now), Some(mark)) => now.as_bytes() == mark.as_slice(),
         _ => false,
     }
+}
+
+/// Whether the database file may be read without checking its pages: it is as chainlog last
+/// verified or wrote it ([`is_verified`]), or a chainlog process that trusted it has it open
+/// read-write now ([`super::live`]; the marker is stale while it is open).
+pub fn is_trusted(path: &Path) -> bool {
+    is_verified(path) || super::live::held(path)
 }
 
 fn mark_verified(path: &Path) {

@@ -120,7 +120,10 @@ pub fn verify(store: &Store, transcript: &Path) -> Result<Vec<Difference>> {
             Some(want) => compare(label, &want, &got.resolution, t, &mut diffs),
             None => diffs.push(Difference::NoReferenceLeaf { view: label }),
         }
-        if view == View::Resume && got.bad_lines != t.bad_lines {
+        let kept = &t.bad_lines[..t.bad_lines.len().min(crate::index::BAD_LINES_KEPT)];
+        if view == View::Resume
+            && (got.bad_lines != kept || got.bad_line_count != t.bad_lines.len() as u64)
+        {
             diffs.push(Difference::BadLines {
                 reference: t.bad_lines.iter().map(|b| b.pos.line).collect(),
                 index: got.bad_lines.iter().map(|b| b.pos.line).collect(),

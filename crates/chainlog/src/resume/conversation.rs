@@ -119,9 +119,15 @@ impl Conversation {
         &self.answer.source
     }
 
-    /// Lines of the transcript that were skipped or kept with unreadable fields.
+    /// The first [`BAD_LINES_KEPT`](crate::BAD_LINES_KEPT) lines of the transcript that were
+    /// skipped or kept with unreadable fields ([`Conversation::bad_line_count`] counts them all).
     pub fn bad_lines(&self) -> &[BadLine] {
         &self.answer.bad_lines
+    }
+
+    /// How many lines of the transcript were skipped or kept with unreadable fields.
+    pub fn bad_line_count(&self) -> u64 {
+        self.answer.bad_line_count
     }
 
     /// The whole answer (ids are [`Id`]s: print them through [`Answer::names`]).
