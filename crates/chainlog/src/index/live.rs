@@ -67,11 +67,8 @@ pub fn held(db: &Path) -> bool {
     if !file.metadata().is_ok_and(|m| m.is_file()) {
         return false;
     }
-    match file.try_lock() {
-        Ok(()) => false,
-        Err(TryLockError::WouldBlock) => true,
-        Err(TryLockError::Error(_)) => false,
-    }
+    // Free (the probe got it, released with `file`) or unusable: not held.
+    matches!(file.try_lock(), Err(TryLockError::WouldBlock))
 }
 
 #[cfg(test)]
