@@ -12,8 +12,10 @@
 //! Every [`super::open::IndexDb`] holds a shared `flock` on `<db>.live` from the moment the file
 //! is trusted (its marker matched, or every page checksum was checked) until it has closed the
 //! database and written the marker. A sidecar whose `<db>.live` is locked is therefore being
-//! changed by chainlog itself, from a trusted state, and may be read: redb's read-only handles
-//! read the last committed snapshot beside live writers and never take the writer lock.
+//! changed by chainlog itself, from a trusted state, and may be read through a read-only
+//! handle, which reads the last committed snapshot beside live writers and never takes the
+//! writer lock. (A read-write open still requires the marker or a page check:
+//! [`super::open::IndexDb::open`].)
 //! A writer killed with SIGKILL loses its lock with the process, so the sidecar is no longer
 //! trusted and the next read-write open repairs and checks it. A stopped writer keeps it.
 

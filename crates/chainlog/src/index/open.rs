@@ -50,22 +50,14 @@ impl IndexDb {
     /// Opens (creating if needed) the index at `path`, rebuilding it if it is damaged or
     /// from another schema version.
     pub fn open(path: &Path) -> Result<IndexDb> {
-        Self::open_with(path, true)
-    }
-
-    /// [`IndexDb::open`]; `trust_live`: a sidecar another chainlog process has open
-    /// read-write ([`super::live`]) is trusted like a verified one (not after damage was found).
-    fn open_with(path: &Path, trust_live: bool) -> Result<IndexDb> {
         if let Some(dir) = path.parent() {
             create_private_dir(dir).map_err(|e| index_error(dir, e))?;
         }
         // Read before redb's read-write open, which rewrites the header (and so the file's
-        // modification time): read after it, the marker would never match.
-        let verified = if trust_live {
-            is_trusted(path)
-        } else {
-            is_verified(path)
-        };
+        // modification time): read after it, the marker would never match. Another chainlog
+        // process having the file open ([`super::live`]) is not enough here: a writer commits
+        // through redb's allocator state, which panics on damaged pages instead of failing.
+        let verified = is_verified(path);
         let mut fresh = create_private_file(path).map_err(|e| index_error(path, e))?;
         let mut delay = Duration::from_millis(2);
         let mut attempt = 0;
@@ -147,7 +139,7 @@ impl IndexDb {
         drop(self.handle.take());
         drop(self.live.take());
         let _ = std::fs::remove_file(marker_path(&self.path));
-        let fresh = IndexDb::open_with(&self.path, false)?;
+        let fresh = IndexDb::open(&self.path)?;
         fresh.wipe()?;
         *self = fresh;
         Ok(())
@@ -302,9 +294,9 @@ pub fn is_verified(path: &Path) -> bool {
     }
 }
 
-/// Whether the database file may be read without checking its pages: it is as chainlog last
-/// verified or wrote it ([`is_verified`]), or a chainlog process that trusted it has it open
-/// read-write now ([`super::live`]; the marker is stale while it is open).
+/// Whether the database file may be read (read-only) without checking its pages: it is as
+/// chainlog last verified or wrote it ([`is_verified`]), or a chainlog process that trusted it
+/// has it open read-write now ([`super::live`]; the marker is stale while it is open).
 pub fn is_trusted(path: &Path) -> bool {
     is_verified(path) || super::live::held(path)
 }
