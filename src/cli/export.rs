@@ -52,6 +52,7 @@ pub fn run(cli: &Cli, a: &ExportArgs, out: &mut impl Write) -> CliResult {
         },
         full: a.full,
         all_branches: a.all_branches,
+        leaf: target.leaf().map(chainlog::Id::from_text),
     };
     let store = super::store(cli)?;
     match &a.output {

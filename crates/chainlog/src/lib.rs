@@ -63,7 +63,7 @@ pub use index::{Answer, Source, Store};
 pub use resume::conversation::{Conversation, ResumeOptions};
 pub use resume::interrupt::Interrupt;
 pub use resume::message::{Block, Message, Role};
-pub use store::Listing;
+pub use store::{Agents, Listing};
 pub use transcript::id::Id;
 pub use writer::{SessionWriter, WriterOptions};
 
@@ -117,6 +117,7 @@ pub mod sidecar {
     pub use crate::catalog::cache::FactsCache;
     pub use crate::index::progress::{ProgressFn, REPORT_ABOVE, set_progress};
     pub use crate::index::schema::INDEX_SCHEMA_VERSION;
+    pub use crate::index::sidechains::SidechainRows;
     pub use crate::index::state::IndexFault;
     pub use crate::index::verify::{Difference, verify};
 }

@@ -23,7 +23,7 @@ use redb::{ReadableTable, WriteTransaction};
 use super::codec::{decode, encode, id_key, key_of, opt_id, tag, untag};
 use super::schema::{
     BAD_LINES, CHILDREN, CHUNK_SIZE, CHUNKS, COUNTS, FILES, FORWARD, FileState, MSG_IDS, NAMES,
-    PROGRESS, ROWS, UUIDS, counts,
+    PROGRESS, ROWS, SIDECHAINS, UUIDS, counts,
 };
 use super::state::IndexFault;
 use crate::chain::{BadLine, MessageRow};
@@ -186,6 +186,8 @@ pub fn drop_file_rows(txn: &WriteTransaction, f: u32) -> Result<(), redb::Error>
         .retain_in((f, ZERO)..=(f, MAX), |_, ()| false)?;
     txn.open_table(COUNTS)?
         .retain_in((f, 0, ZERO)..=(f, u8::MAX, MAX), |_, _| false)?;
+    txn.open_table(SIDECHAINS)?
+        .retain_in((f, 0)..=(f, u32::MAX), |_, ()| false)?;
     super::derive::clear(txn, f)?;
     Ok(())
 }
@@ -413,6 +415,7 @@ struct Tables<'t> {
     progress: redb::Table<'t, (u32, [u8; 16]), &'static [u8]>,
     forward: redb::Table<'t, (u32, [u8; 16]), ()>,
     bad: redb::Table<'t, (u32, u64), &'static [u8]>,
+    sidechains: redb::Table<'t, (u32, u32), ()>,
     /// Keys of `uuids`, `children` and `msg_ids` waiting to be inserted in sorted order
     /// (their keys are random: sorted runs fill B-tree pages sequentially).
     pending_uuids: BTreeMap<[u8; 16], u32>,
@@ -560,6 +563,11 @@ impl Tables<'_> {
                                 .entry((counts::MSG_IDS, counts::mid_key(mid)))
                                 .or_default() -= 1;
                         }
+                        if old.head.flags.has(Flags::SIDECHAIN)
+                            && self.sidechains.remove((f, seq))?.is_some()
+                        {
+                            st.sidechain_rows -= 1;
+                        }
                     }
                     seq
                 } else {
@@ -584,6 +592,11 @@ impl Tables<'_> {
                 }
                 if let (Kind::Assistant, Some(mid)) = (head.kind, head.message_id) {
                     self.pending_msg_ids.insert((mid, seq));
+                }
+                if head.flags.has(Flags::SIDECHAIN)
+                    && self.sidechains.insert((f, seq), ())?.is_none()
+                {
+                    st.sidechain_rows += 1;
                 }
                 if self.pending_uuids.len() >= SORTED_RUN {
                     self.flush()?;
@@ -616,6 +629,7 @@ fn ingest_from(
         progress: txn.open_table(PROGRESS)?,
         forward: txn.open_table(FORWARD)?,
         bad: txn.open_table(BAD_LINES)?,
+        sidechains: txn.open_table(SIDECHAINS)?,
         pending_uuids: BTreeMap::new(),
         pending_children: BTreeSet::new(),
         pending_msg_ids: BTreeSet::new(),
