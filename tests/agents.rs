@@ -22,9 +22,11 @@ struct Fixture {
 impl Fixture {
     fn new(seed: u64) -> Fixture {
         let tmp = tempfile::tempdir().unwrap();
+        // Every feature: inline agents written before a compaction are dropped from the
+        // session's resume view.
         let opts = GenOptions {
             sidechains: SidechainLayout::All,
-            ..GenOptions::plain(seed, 3 << 20)
+            ..GenOptions::everything(seed, 3 << 20)
         };
         let s = chainlog_gen::generate(&opts);
         let main = chainlog_gen::write_session(&tmp.path().join("claude/projects"), &s).unwrap();
@@ -89,7 +91,12 @@ fn append_inline_agent(main: &Path, root: &str, reply: &str) {
                    "content": [{"type": "text", "text": reply}]}),
         ),
     ];
+    let ends_a_line = std::fs::read(main).unwrap().last() == Some(&b'\n');
     let mut f = std::fs::OpenOptions::new().append(true).open(main).unwrap();
+    if !ends_a_line {
+        // End the torn tail first: the agent's lines stay lines of their own.
+        writeln!(f).unwrap();
+    }
     for l in lines {
         writeln!(f, "{l}").unwrap();
     }

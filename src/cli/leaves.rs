@@ -5,8 +5,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use chainlog::reference::ResolveOptions;
-use chainlog::reference::leaf_report;
 use chainlog::reference::resolve;
+use chainlog::reference::{View, leaf_report, leaf_report_full};
 use chainlog::{Store, Target};
 use serde_json::json;
 
@@ -28,12 +28,15 @@ pub struct LeavesArgs {
 pub fn run(cli: &Cli, a: &LeavesArgs, out: &mut impl Write) -> CliResult {
     let target = super::target(cli, a.project.as_deref(), &a.target)?;
     let path = target.path();
-    // An inline agent: its leaves in the session file, the newest active.
+    // An inline agent: its leaves in the session file, the newest active, in the full view
+    // (a compaction after the agent drops it from the resume view), from a scan.
+    let inline = target.leaf().is_some();
     let opts = ResolveOptions {
         leaf: target.leaf().map(chainlog::Id::from_text),
+        view: if inline { View::Full } else { View::Resume },
         ..ResolveOptions::default()
     };
-    let indexed = if a.no_index {
+    let indexed = if a.no_index || inline {
         None
     } else {
         super::store(cli)?
@@ -47,7 +50,11 @@ pub fn run(cli: &Cli, a: &LeavesArgs, out: &mut impl Write) -> CliResult {
         let ans = Store::reference(path, opts, "--no-index".into())?;
         let t = scan_path(path)?;
         let res = resolve(&t, opts).map_err(|e| chainlog::Error::NotFound(e.to_string()))?;
-        let report = leaf_report(&t, &res);
+        let report = if inline {
+            leaf_report_full(&t, &res)
+        } else {
+            leaf_report(&t, &res)
+        };
         (ans, report)
     };
     if let Target::Agent { leaves, .. } = &target

@@ -92,7 +92,7 @@ pub mod discovery {
 pub mod reference {
     pub use crate::chain::{
         BadLine, ChainBridge, LeafInfo, Link, MessageRow, ResolveOptions, Stop, Transcript,
-        UnknownLeaf, View, leaf_report, resolve,
+        UnknownLeaf, View, leaf_report, leaf_report_full, resolve,
     };
 }
 

@@ -130,13 +130,15 @@ impl Store {
     /// [`Store::resume`] of a target already looked up.
     pub fn resume_target(&self, target: &Target, opts: &ResumeOptions) -> Result<Conversation> {
         match target {
-            // An inline agent lives in its session file: resume from its newest leaf.
+            // An inline agent lives in its session file: resume from its newest leaf, in the
+            // full view (a compaction after it drops it from the resume view).
             Target::Agent { path, .. } if target.leaf().is_some() => {
                 let opts = ResumeOptions {
                     leaf: opts
                         .leaf
                         .clone()
                         .or_else(|| target.leaf().map(str::to_owned)),
+                    full: true,
                     ..opts.clone()
                 };
                 self.conversation(path, &opts)
