@@ -380,7 +380,7 @@ fn write_bulk_session(project: &Path, cwd: &str, bytes: usize) {
     while written < bytes {
         let uuid = format!("00000000-0000-4000-8000-{n:012}");
         let text: Vec<String> = (0..4000).map(|_| word()).collect();
-        let (kind, message) = if n % 2 == 0 {
+        let (kind, message) = if n.is_multiple_of(2) {
             (
                 "user",
                 json!({"role": "user", "content": format!("bulk {}", text.join(" "))}),

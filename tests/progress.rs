@@ -24,7 +24,9 @@ fn record() -> Calls {
 
 #[test]
 fn a_large_catch_up_reports_its_bytes_and_a_small_one_does_not() {
-    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _turn = ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let dir = tempfile::tempdir().unwrap();
     let calls = record();
     let store = Store::new(dir.path().join("index"));
@@ -58,7 +60,9 @@ fn a_large_catch_up_reports_its_bytes_and_a_small_one_does_not() {
 
 #[test]
 fn a_first_search_index_build_over_many_files_reports_its_bytes() {
-    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _turn = ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let dir = tempfile::tempdir().unwrap();
     let claude = dir.path().join("claude");
     let project = claude.join("projects/-work-big");

@@ -495,6 +495,40 @@ impl Tables<'_> {
         Ok(())
     }
 
+    /// Removes the edges (`children`, `msg_ids`, `sidechains`) of the row stored at `seq`,
+    /// which a duplicate uuid is about to replace.
+    fn forget_edges(&mut self, st: &mut FileState, seq: u32) -> Result<(), redb::Error> {
+        let f = self.f;
+        let old = self
+            .rows
+            .get((f, seq))?
+            .and_then(|v| decode::<MessageRow>(&key_of(f, seq.into()), v.value()));
+        if let Some(old) = old {
+            if let Some(p) = old.head.parent
+                && !self.pending_children.remove(&(p.0, seq))
+                && self.children.remove((f, p.0, seq))?.is_some()
+            {
+                *self
+                    .count_deltas
+                    .entry((counts::CHILDREN, p.0))
+                    .or_default() -= 1;
+            }
+            if let Some(mid) = old.head.message_id
+                && !self.pending_msg_ids.remove(&(mid, seq))
+                && self.msg_ids.remove((f, mid, seq))?.is_some()
+            {
+                *self
+                    .count_deltas
+                    .entry((counts::MSG_IDS, counts::mid_key(mid)))
+                    .or_default() -= 1;
+            }
+            if old.head.flags.has(Flags::SIDECHAIN) && self.sidechains.remove((f, seq))?.is_some() {
+                st.sidechain_rows = st.sidechain_rows.saturating_sub(1);
+            }
+        }
+        Ok(())
+    }
+
     /// Stores one parsed line (in file order).
     fn store(
         &mut self,
@@ -540,35 +574,7 @@ impl Tables<'_> {
                 let seq = if let Some(seq) = existing {
                     batch.structural = true;
                     // A duplicate replaces the value and keeps the first position.
-                    let old = self
-                        .rows
-                        .get((f, seq))?
-                        .and_then(|v| decode::<MessageRow>(&key_of(f, seq.into()), v.value()));
-                    if let Some(old) = old {
-                        if let Some(p) = old.head.parent
-                            && !self.pending_children.remove(&(p.0, seq))
-                            && self.children.remove((f, p.0, seq))?.is_some()
-                        {
-                            *self
-                                .count_deltas
-                                .entry((counts::CHILDREN, p.0))
-                                .or_default() -= 1;
-                        }
-                        if let Some(mid) = old.head.message_id
-                            && !self.pending_msg_ids.remove(&(mid, seq))
-                            && self.msg_ids.remove((f, mid, seq))?.is_some()
-                        {
-                            *self
-                                .count_deltas
-                                .entry((counts::MSG_IDS, counts::mid_key(mid)))
-                                .or_default() -= 1;
-                        }
-                        if old.head.flags.has(Flags::SIDECHAIN)
-                            && self.sidechains.remove((f, seq))?.is_some()
-                        {
-                            st.sidechain_rows -= 1;
-                        }
-                    }
+                    self.forget_edges(st, seq)?;
                     seq
                 } else {
                     let seq = st.rows;
