@@ -32,6 +32,7 @@ pub mod query;
 pub mod schema;
 pub mod sidechains;
 pub mod state;
+pub mod unsynced;
 pub mod verify;
 pub mod wait;
 
