@@ -208,6 +208,16 @@ fn inline_agent_ids_open_as_targets() {
         assert_eq!(active.len(), 1, "{out}");
         assert_eq!(active[0]["uuid"].as_str(), chain.last().copied());
 
+        let (code, out, err) = f.run(&["leaves", id]);
+        assert_eq!(code, 0, "leaves {id}: {err}");
+        assert!(
+            out.contains(&format!(
+                "active: {} (the agent's newest message)",
+                chain.last().unwrap()
+            )),
+            "{out}"
+        );
+
         let (code, out, err) = f.run(&["export", id, "--format", "jsonl"]);
         assert_eq!(code, 0, "export {id}: {err}");
         let exported: Vec<String> = out

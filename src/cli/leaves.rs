@@ -111,6 +111,11 @@ pub fn run(cli: &Cli, a: &LeavesArgs, out: &mut impl Write) -> CliResult {
                 r.explain()
             )?;
         }
+        Some((id, _)) if inline => writeln!(
+            out,
+            "\nactive: {} (the agent's newest message)",
+            t.names.name(id)
+        )?,
         Some((id, r)) => writeln!(out, "\nactive: {} ({})", t.names.name(id), r.explain())?,
         None => writeln!(
             out,
