@@ -128,10 +128,18 @@ fn benches(c: &mut Criterion) {
     }
     g.finish();
 
+    catch_up(c, &files);
+}
+
+/// The sessions benchmarked: size, transcript, its store and the store's index folder.
+type Files = [(u64, PathBuf, Store, PathBuf)];
+
+/// `catch_up/*`: one appended message vs an unchanged call, in the library and as processes.
+fn catch_up(c: &mut Criterion, files: &Files) {
     let mut g = c.benchmark_group("catch_up");
     g.sample_size(20);
     let mut n = 0u64;
-    for (size, path, store, idx) in &files {
+    for (size, path, store, idx) in files {
         let label = format!("{}MiB", size / MIB);
         g.bench_with_input(BenchmarkId::new("unchanged", &label), path, |b, path| {
             b.iter(|| black_box(store.catch_up(path).unwrap().lines));
@@ -144,23 +152,31 @@ fn benches(c: &mut Criterion) {
             });
         });
         // The command as users run it: a process per call, the baseline an unchanged call.
-        g.bench_with_input(BenchmarkId::new("cmd_unchanged", &label), path, |b, path| {
-            b.iter(|| index_cmd(idx, path));
-        });
-        g.bench_with_input(BenchmarkId::new("cmd_one_message", &label), path, |b, path| {
-            b.iter(|| {
-                n += 1;
-                append_message(path, n);
-                index_cmd(idx, path);
-            });
-        });
+        g.bench_with_input(
+            BenchmarkId::new("cmd_unchanged", &label),
+            path,
+            |b, path| {
+                b.iter(|| index_cmd(idx, path));
+            },
+        );
+        g.bench_with_input(
+            BenchmarkId::new("cmd_one_message", &label),
+            path,
+            |b, path| {
+                b.iter(|| {
+                    n += 1;
+                    append_message(path, n);
+                    index_cmd(idx, path);
+                });
+            },
+        );
         check_same(store, path);
     }
     g.finish();
 
     // Peak RSS of `chainlog index` catching up one message, per file size: independent of the
     // sidecar's size (the catch-up reads the pages it needs, not the sidecar).
-    for (size, path, _, idx) in &files {
+    for (size, path, _, idx) in files {
         n += 1;
         append_message(path, n);
         let out = std::process::Command::new("/usr/bin/time")
@@ -175,7 +191,10 @@ fn benches(c: &mut Criterion) {
             Ok(o) if o.status.success() => eprintln!(
                 "catch_up/peak_rss/{}MiB: {} KiB for one appended message (sidecar {} bytes)",
                 size / MIB,
-                String::from_utf8_lossy(&o.stderr).lines().last().unwrap_or("?"),
+                String::from_utf8_lossy(&o.stderr)
+                    .lines()
+                    .last()
+                    .unwrap_or("?"),
                 index_bytes(idx)
             ),
             _ => eprintln!("catch_up/peak_rss: /usr/bin/time is not available, not measured"),
