@@ -5,7 +5,8 @@
 //! - `resume/*`: resume of a bounded view (compactions every ~2 MiB) inside files of growing
 //!   size, from the warm index vs a full scan (`--no-index`).
 //! - `rebuild/*`: indexing a file from zero vs the reference full scan (the parse floor).
-//! - `catch_up/*`: appending one message and catching the index up.
+//! - `catch_up/*`: appending one message and catching the index up, vs an unchanged call (in
+//!   the library and as `chainlog index` processes), and the command's peak RSS per size.
 //!
 //! Sizes: 10 MiB and 100 MiB by default; `CHAINLOG_BENCH_GIB=1` adds 1 GiB.
 //! Every benchmark first checks that the index answers exactly what the full scan answers.
@@ -88,12 +89,12 @@ fn benches(c: &mut Criterion) {
             ratio * 100.0,
             path.display()
         );
-        files.push((size, path, store));
+        files.push((size, path, store, idx));
     }
 
     let mut g = c.benchmark_group("resume");
     g.sample_size(10);
-    for (size, path, store) in &files {
+    for (size, path, store, _) in &files {
         let label = format!("{}MiB", size / MIB);
         g.bench_with_input(BenchmarkId::new("index", &label), path, |b, path| {
             b.iter(|| {
@@ -115,7 +116,7 @@ fn benches(c: &mut Criterion) {
 
     let mut g = c.benchmark_group("rebuild");
     g.sample_size(10);
-    for (size, path, store) in &files {
+    for (size, path, store, _) in &files {
         let label = format!("{}MiB", size / MIB);
         g.throughput(Throughput::Bytes(std::fs::metadata(path).unwrap().len()));
         g.bench_with_input(BenchmarkId::new("index", &label), path, |b, path| {
@@ -129,9 +130,12 @@ fn benches(c: &mut Criterion) {
 
     let mut g = c.benchmark_group("catch_up");
     g.sample_size(20);
-    for (size, path, store) in &files {
+    let mut n = 0u64;
+    for (size, path, store, idx) in &files {
         let label = format!("{}MiB", size / MIB);
-        let mut n = 0u64;
+        g.bench_with_input(BenchmarkId::new("unchanged", &label), path, |b, path| {
+            b.iter(|| black_box(store.catch_up(path).unwrap().lines));
+        });
         g.bench_with_input(BenchmarkId::new("one_message", &label), path, |b, path| {
             b.iter(|| {
                 n += 1;
@@ -139,9 +143,57 @@ fn benches(c: &mut Criterion) {
                 black_box(store.catch_up(path).unwrap().lines)
             });
         });
+        // The command as users run it: a process per call, the baseline an unchanged call.
+        g.bench_with_input(BenchmarkId::new("cmd_unchanged", &label), path, |b, path| {
+            b.iter(|| index_cmd(idx, path));
+        });
+        g.bench_with_input(BenchmarkId::new("cmd_one_message", &label), path, |b, path| {
+            b.iter(|| {
+                n += 1;
+                append_message(path, n);
+                index_cmd(idx, path);
+            });
+        });
         check_same(store, path);
     }
     g.finish();
+
+    // Peak RSS of `chainlog index` catching up one message, per file size: independent of the
+    // sidecar's size (the catch-up reads the pages it needs, not the sidecar).
+    for (size, path, _, idx) in &files {
+        n += 1;
+        append_message(path, n);
+        let out = std::process::Command::new("/usr/bin/time")
+            .args(["-f", "%M"])
+            .arg(env!("CARGO_BIN_EXE_chainlog"))
+            .arg("--index-dir")
+            .arg(idx)
+            .arg("index")
+            .arg(path)
+            .output();
+        match out {
+            Ok(o) if o.status.success() => eprintln!(
+                "catch_up/peak_rss/{}MiB: {} KiB for one appended message (sidecar {} bytes)",
+                size / MIB,
+                String::from_utf8_lossy(&o.stderr).lines().last().unwrap_or("?"),
+                index_bytes(idx)
+            ),
+            _ => eprintln!("catch_up/peak_rss: /usr/bin/time is not available, not measured"),
+        }
+    }
+}
+
+/// `chainlog --index-dir <idx> index <path>`, as a process.
+fn index_cmd(idx: &Path, path: &Path) {
+    let st = std::process::Command::new(env!("CARGO_BIN_EXE_chainlog"))
+        .arg("--index-dir")
+        .arg(idx)
+        .arg("index")
+        .arg(path)
+        .stdout(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    assert!(st.success());
 }
 
 /// Appends one user message continuing from nothing in particular (a new root is fine for
