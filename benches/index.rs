@@ -71,6 +71,10 @@ fn check_same(store: &Store, path: &Path) {
     );
 }
 
+#[expect(
+    clippy::too_many_lines,
+    reason = "one list of benchmark groups over the same generated files"
+)]
 fn benches(c: &mut Criterion) {
     let tmp = tempfile::tempdir().unwrap();
     let mut files = Vec::new();
@@ -144,16 +148,24 @@ fn benches(c: &mut Criterion) {
             });
         });
         // The command as users run it: a process per call, the baseline an unchanged call.
-        g.bench_with_input(BenchmarkId::new("cmd_unchanged", &label), path, |b, path| {
-            b.iter(|| index_cmd(idx, path));
-        });
-        g.bench_with_input(BenchmarkId::new("cmd_one_message", &label), path, |b, path| {
-            b.iter(|| {
-                n += 1;
-                append_message(path, n);
-                index_cmd(idx, path);
-            });
-        });
+        g.bench_with_input(
+            BenchmarkId::new("cmd_unchanged", &label),
+            path,
+            |b, path| {
+                b.iter(|| index_cmd(idx, path));
+            },
+        );
+        g.bench_with_input(
+            BenchmarkId::new("cmd_one_message", &label),
+            path,
+            |b, path| {
+                b.iter(|| {
+                    n += 1;
+                    append_message(path, n);
+                    index_cmd(idx, path);
+                });
+            },
+        );
         check_same(store, path);
     }
     g.finish();
@@ -175,7 +187,10 @@ fn benches(c: &mut Criterion) {
             Ok(o) if o.status.success() => eprintln!(
                 "catch_up/peak_rss/{}MiB: {} KiB for one appended message (sidecar {} bytes)",
                 size / MIB,
-                String::from_utf8_lossy(&o.stderr).lines().last().unwrap_or("?"),
+                String::from_utf8_lossy(&o.stderr)
+                    .lines()
+                    .last()
+                    .unwrap_or("?"),
                 index_bytes(idx)
             ),
             _ => eprintln!("catch_up/peak_rss: /usr/bin/time is not available, not measured"),
