@@ -75,7 +75,7 @@ def cuts(entries, n):
     return picks[:n]
 
 
-def replay_at(binary, mock, src, sid, at, timeout):
+def replay_at(binary, mock, src, sid, at, timeout, fork=False):
     tmp = tempfile.mkdtemp(prefix="chainlog-replay-at-")
     try:
         home, config, cwd, tmpdir = (os.path.join(tmp, d) for d in ("home", "claude", "cwd", "tmp"))
@@ -91,13 +91,15 @@ def replay_at(binary, mock, src, sid, at, timeout):
             client.copy_tree(side, os.path.join(project, sid))
         before = client.session_files(os.path.join(config, "projects"))
         offset = mock.offset()
-        argv = ["-p", "--resume", sid, "--resume-session-at", at, "PING", "--output-format", "json"]
+        argv = ["-p", "--resume", sid] + (["--fork-session"] if fork else []) + [
+            "--resume-session-at", at, "PING", "--output-format", "json"]
         res = client.run_claude(binary, argv, cwd, client.offline_env(mock.port, config, home, tmpdir), timeout)
         body, req = client.conversation_request(mock.requests_since(offset))
         written = client.changes(os.path.join(config, "projects"), before)
         appended = written.pop(sid, (None, []))[1]
         return {
-            "args": ["--resume", sid, "--resume-session-at", at], "argv": argv, "prompt": "PING",
+            "args": ["--resume", sid] + (["--fork-session"] if fork else []) + ["--resume-session-at", at],
+            "argv": argv, "prompt": "PING",
             "cwd": cwd, "cwd_key": key, "session_id": sid,
             "result_session_id": (res["result"] or {}).get("session_id"), "rc": res["rc"],
             "killed": res["killed"], "request": req, "model": body.get("model") if body else None,
@@ -113,8 +115,10 @@ def main():
     ap.add_argument("claude_dir")
     ap.add_argument("out_dir")
     ap.add_argument("--cuts", type=int, default=3)
+    ap.add_argument("--first", type=int, default=0, help="skip the first N cut points of each session")
     ap.add_argument("--only", nargs="+", metavar="SID")
     ap.add_argument("--timeout", type=float, default=180)
+    ap.add_argument("--fork", action="store_true", help="also --fork-session (the cut goes to a new session)")
     a = ap.parse_args()
     chainlog = os.environ.get("CHAINLOG", "target/debug/chainlog")
     binary = client.find_claude(None)
@@ -129,11 +133,12 @@ def main():
             sid = os.path.basename(path)[:-6]
             if (a.only and sid not in a.only) or not client.has_conversation(path):
                 continue
-            for at in cuts(view(chainlog, path), a.cuts):
-                rec, res = replay_at(binary, mock, path, sid, at, a.timeout)
+            for at in cuts(view(chainlog, path), a.first + a.cuts)[a.first:]:
+                rec, res = replay_at(binary, mock, path, sid, at, a.timeout, a.fork)
                 out = {"scenario": None, "run": None, "source": os.path.relpath(path, claude_dir)}
                 out.update(rec)
-                client.write_json(os.path.join(a.out_dir, f"{sid}@{at}.json"), out)
+                suffix = "-fork" if a.fork else ""
+                client.write_json(os.path.join(a.out_dir, f"{sid}@{at}{suffix}.json"), out)
                 status = "ok" if rec["messages"] is not None else "refused"
                 if res["killed"]:
                     status, failed = "FAILED", failed + 1
