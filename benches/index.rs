@@ -206,6 +206,7 @@ fn index_cmd(idx: &Path, path: &Path) {
         .arg("index")
         .arg(path)
         .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
         .status()
         .unwrap();
     assert!(st.success());

@@ -30,6 +30,7 @@ pub mod progress;
 pub mod query;
 pub mod schema;
 pub mod state;
+pub mod unsynced;
 pub mod verify;
 pub mod wait;
 

@@ -224,16 +224,19 @@ fn marker_path(path: &Path) -> PathBuf {
     path.with_file_name(name)
 }
 
-/// The database file's identity, length, modification and status-change times, as the marker
-/// records them; `None` unless it is a regular file. The status-change time (ctime) cannot be
-/// set back by a user: a write followed by `touch -r` still changes it.
+/// The database file's identity, length, modification and status-change times, and the boot
+/// they were seen in, as the marker records them; `None` unless it is a regular file. The
+/// status-change time (ctime) cannot be set back by a user: a write followed by `touch -r`
+/// still changes it. The boot id makes a reboot invalidate every marker: sidecars are written
+/// without fsync ([`super::unsynced`]), so a machine crash may have torn one.
 fn file_version(path: &Path) -> Option<String> {
     use std::os::unix::fs::MetadataExt;
     let m = std::fs::metadata(path)
         .ok()
         .filter(std::fs::Metadata::is_file)?;
     Some(format!(
-        "{} {} {} {} {}",
+        "{} {} {} {} {} {}",
+        super::unsynced::boot_id().unwrap_or("-"),
         m.dev(),
         m.ino(),
         m.len(),
@@ -242,7 +245,7 @@ fn file_version(path: &Path) -> Option<String> {
     ))
 }
 
-/// The longest marker chainlog writes (five decimal numbers and separators), with room.
+/// The longest marker chainlog writes (a boot id, five decimal numbers, separators), with room.
 const MARKER_MAX: u64 = 256;
 
 /// Reads a small file chainlog wrote itself, refusing anything that is not a regular file of at
@@ -334,8 +337,24 @@ fn quiet_hook() {
 
 /// `Database::create` in multi-writer mode: a bounded wait, and a panic on a damaged file
 /// turned into a corruption error ([`isolate`]).
+/// Without fsync ([`super::unsynced`]) when the boot can be told, so that a machine crash
+/// invalidates every marker.
 fn create_isolated(path: &Path) -> std::result::Result<Database, DatabaseError> {
-    isolate(|| super::wait::waiting(|| builder().create(path))).unwrap_or_else(|| {
+    let create = || {
+        if super::unsynced::boot_id().is_none() {
+            return builder().create(path);
+        }
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)?;
+        builder().create_with_backend(super::unsynced::Unsynced(
+            redb::backends::FileBackend::new(file)?,
+        ))
+    };
+    isolate(|| super::wait::waiting(create)).unwrap_or_else(|| {
         Err(DatabaseError::Storage(redb::StorageError::Corrupted(
             "redb panicked reading the damaged file".into(),
         )))
