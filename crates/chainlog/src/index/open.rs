@@ -350,9 +350,9 @@ fn create_isolated(path: &Path) -> std::result::Result<Database, DatabaseError> 
             .create(true)
             .truncate(false)
             .open(path)?;
-        builder().create_with_backend(super::unsynced::Unsynced(
-            redb::backends::FileBackend::new(file)?,
-        ))
+        builder().create_with_backend(super::unsynced::Unsynced(redb::backends::FileBackend::new(
+            file,
+        )?))
     };
     isolate(|| super::wait::waiting(create)).unwrap_or_else(|| {
         Err(DatabaseError::Storage(redb::StorageError::Corrupted(

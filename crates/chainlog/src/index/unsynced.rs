@@ -111,7 +111,10 @@ mod tests {
         assert!(is_verified(&db), "a sidecar closed in this boot verifies");
         let marker = dir.path().join("p.redb.verified");
         let text = std::fs::read_to_string(&marker).unwrap();
-        assert!(text.starts_with(boot), "the marker records the boot: {text}");
+        assert!(
+            text.starts_with(boot),
+            "the marker records the boot: {text}"
+        );
         let other = text.replacen(boot, "00000000-0000-0000-0000-000000000000", 1);
         std::fs::write(&marker, other).unwrap();
         assert!(
