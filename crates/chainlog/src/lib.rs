@@ -128,6 +128,7 @@ pub mod view {
     pub use crate::resume::interrupt::detect as detect_interrupt;
     pub use crate::resume::text::render as render_text;
     pub use crate::resume::{
-        ApiOptions, ForkContext, ViewEntry, api_messages, api_messages_of, fork_context, read_view,
+        ApiOptions, ForkContext, INTERRUPTED_TOOL_CALL, NO_RESPONSE_REQUESTED, TOOL_RESULT_MISSING,
+        ViewEntry, api_messages, api_messages_of, fork_context, read_view,
     };
 }
