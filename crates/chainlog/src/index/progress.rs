@@ -99,12 +99,15 @@ impl<R: Read> Read for Reporting<R> {
     }
 }
 
-/// A reader that adds what it reads to a [`Tracker`] shared by several readers.
+/// A reader that adds what it reads to a [`Tracker`] shared by several readers (the search
+/// index's catch-up of a whole project).
+#[cfg(feature = "search")]
 pub(crate) struct Counted<'t, R> {
     pub(crate) inner: R,
     pub(crate) tracker: &'t mut Tracker,
 }
 
+#[cfg(feature = "search")]
 impl<R: Read> Read for Counted<'_, R> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         let n = self.inner.read(buf)?;
