@@ -132,10 +132,18 @@ fn benches(c: &mut Criterion) {
     }
     g.finish();
 
+    catch_up(c, &files);
+}
+
+/// The sessions benchmarked: size, transcript, its store and the store's index folder.
+type Files = [(u64, PathBuf, Store, PathBuf)];
+
+/// `catch_up/*`: one appended message vs an unchanged call, in the library and as processes.
+fn catch_up(c: &mut Criterion, files: &Files) {
     let mut g = c.benchmark_group("catch_up");
     g.sample_size(20);
     let mut n = 0u64;
-    for (size, path, store, idx) in &files {
+    for (size, path, store, idx) in files {
         let label = format!("{}MiB", size / MIB);
         g.bench_with_input(BenchmarkId::new("unchanged", &label), path, |b, path| {
             b.iter(|| black_box(store.catch_up(path).unwrap().lines));
@@ -172,7 +180,7 @@ fn benches(c: &mut Criterion) {
 
     // Peak RSS of `chainlog index` catching up one message, per file size: independent of the
     // sidecar's size (the catch-up reads the pages it needs, not the sidecar).
-    for (size, path, _, idx) in &files {
+    for (size, path, _, idx) in files {
         n += 1;
         append_message(path, n);
         let out = std::process::Command::new("/usr/bin/time")

@@ -131,18 +131,29 @@ fn rot_in_place(db: &Path, bytes: &[u8]) {
     f.set_len(bytes.len() as u64).unwrap();
     f.set_modified(mtime).unwrap();
     drop(f);
+    let mut marker = db.as_os_str().to_owned();
+    marker.push(".verified");
+    let marker = PathBuf::from(marker);
+    // The marker starts with the boot it was written in (a reboot makes every marker stale):
+    // keep it, or the damage would not be silent and the full page check would find it.
+    let previous = std::fs::read_to_string(&marker).unwrap_or_default();
+    let boot = previous.split(' ').next().unwrap_or("-").to_owned();
     let m = std::fs::metadata(db).unwrap();
     let version = format!(
-        "{} {} {} {} {}",
+        "{boot} {} {} {} {} {}",
         m.dev(),
         m.ino(),
         m.len(),
         i128::from(m.mtime()) * 1_000_000_000 + i128::from(m.mtime_nsec()),
         i128::from(m.ctime()) * 1_000_000_000 + i128::from(m.ctime_nsec())
     );
-    let mut marker = db.as_os_str().to_owned();
-    marker.push(".verified");
-    std::fs::write(PathBuf::from(marker), version).unwrap();
+    assert_eq!(
+        previous.split(' ').count(),
+        version.split(' ').count(),
+        "the marker's format changed ({previous}): rewrite it as chainlog does, or the damage is \
+         not silent any more"
+    );
+    std::fs::write(marker, version).unwrap();
 }
 
 #[derive(Debug, Clone, Copy)]

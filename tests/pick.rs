@@ -10,7 +10,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-const TIMEOUT: Duration = Duration::from_secs(30);
+const TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The size of the session whose first full-text indexing keeps the search busy for seconds.
+const BULK_BYTES: usize = 96 << 20;
 
 /// (session id, title, last reply)
 const SESSIONS: [(&str, &str, &str); 3] = [
@@ -354,4 +357,99 @@ fn the_current_project_first_and_tab_switches_to_all() {
     let (dir, args) = f.handed_off();
     assert_eq!(args, format!("--resume {sid}"));
     assert_eq!(Path::new(&dir), elsewhere.canonicalize().unwrap());
+}
+
+/// Writes a session of about `bytes` of generated words (no title, prompt or reply of the
+/// fixture's sessions matches a query of the tests): its first full-text indexing takes seconds.
+fn write_bulk_session(project: &Path, cwd: &str, bytes: usize) {
+    use std::io::Write;
+    let sid = "eeeeeeee-0000-4000-8000-000000000005";
+    let mut out = std::io::BufWriter::new(
+        std::fs::File::create(project.join(format!("{sid}.jsonl"))).unwrap(),
+    );
+    let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut word = || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        format!("w{:x}", seed % 200_000)
+    };
+    let mut written = 0;
+    let mut parent: Option<String> = None;
+    let mut n = 0u64;
+    while written < bytes {
+        let uuid = format!("00000000-0000-4000-8000-{n:012}");
+        let text: Vec<String> = (0..4000).map(|_| word()).collect();
+        let (kind, message) = if n.is_multiple_of(2) {
+            (
+                "user",
+                json!({"role": "user", "content": format!("bulk {}", text.join(" "))}),
+            )
+        } else {
+            (
+                "assistant",
+                json!({"id": format!("msg_b{n}"), "type": "message", "role": "assistant",
+                       "model": "m", "content": [{"type": "text", "text": text.join(" ")}]}),
+            )
+        };
+        let line = json!({
+            "parentUuid": parent, "isSidechain": false, "userType": "external", "cwd": cwd,
+            "sessionId": sid, "version": "2.1.88", "type": kind, "message": message,
+            "uuid": uuid, "timestamp": format!("2025-02-01T10:00:{:02}.000Z", n % 60),
+        });
+        let s = format!("{line}\n");
+        written += s.len();
+        out.write_all(s.as_bytes()).unwrap();
+        parent = Some(uuid);
+        n += 1;
+    }
+    out.flush().unwrap();
+}
+
+#[test]
+fn the_list_follows_the_keys_while_the_first_search_catches_up() {
+    if !have_tmux() {
+        return;
+    }
+    let f = Fixture::new();
+    let cwd = f.work().to_str().unwrap().to_owned();
+    let project = f
+        .claude()
+        .join("projects")
+        .join(chainlog::discovery::project_key(&cwd));
+    write_bulk_session(&project, &cwd, BULK_BYTES);
+    let t = Tmux::start(&f, "busy");
+    t.wait_for("the sessions", |s| {
+        SESSIONS.iter().all(|(_, title, _)| s.contains(title))
+    });
+    // The pause after "tables" starts the first full-text search, which indexes the bulk.
+    t.type_text("tables");
+    t.wait_for("the search to start", |s| s.contains("searching"));
+    // Meanwhile the list keeps following the keys.
+    t.key("C-u");
+    t.type_text("gamma");
+    let typed = Instant::now();
+    let s = t.wait_for("the new filter during the search", |s| {
+        s.contains("> gamma") && s.contains("Gamma docs") && !s.contains("Zebra migration")
+    });
+    let took = typed.elapsed();
+    // Shown at once, while the search still runs (not after it ended).
+    assert!(
+        s.contains("searching") && took < Duration::from_secs(2),
+        "the filter showed after {took:?}, the first search {}:\n{s}",
+        if s.contains("searching") {
+            "still running"
+        } else {
+            "over"
+        }
+    );
+    // When the search ends its hits are applied to the filter they were asked for.
+    t.key("C-u");
+    t.type_text("tables");
+    t.wait_for("the full-text hit", |s| {
+        s.contains("Zebra migration (in messages)") && !s.contains("searching")
+    });
+    t.key("Enter");
+    let (_, args) = f.handed_off();
+    assert_eq!(args, format!("--resume {}", SESSIONS[1].0));
 }

@@ -17,6 +17,9 @@ pub struct AgentsArgs {
     /// project key.
     #[arg(long, value_name = "DIR", allow_hyphen_values = true)]
     pub project: Option<PathBuf>,
+    /// Find inline (1.0.x) agents with a full scan of the session instead of the index.
+    #[arg(long)]
+    pub no_index: bool,
 }
 
 pub fn run(cli: &Cli, a: &AgentsArgs, out: &mut impl Write) -> CliResult {
@@ -27,7 +30,15 @@ pub fn run(cli: &Cli, a: &AgentsArgs, out: &mut impl Write) -> CliResult {
         ))
         .into());
     }
-    let agents = super::store(cli)?.agents(target.path())?;
+    let agents = if a.no_index {
+        chainlog::discovery::session_agents(target.path())?
+    } else {
+        let found = super::store(cli)?.agents(target.path())?;
+        if let chainlog::Source::Transcript(why) = &found.source {
+            eprintln!("chainlog: note: answered from the transcript (index not used: {why})");
+        }
+        found.agents
+    };
     if cli.json {
         for ag in &agents {
             write_json(out, &serde_json::to_value(ag).unwrap_or_default())?;

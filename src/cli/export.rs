@@ -50,8 +50,10 @@ pub fn run(cli: &Cli, a: &ExportArgs, out: &mut impl Write) -> CliResult {
             FormatArg::Html => ExportFormat::Html,
             FormatArg::Jsonl => ExportFormat::Jsonl,
         },
-        full: a.full,
+        // An inline agent: its messages may be before a compaction (full view).
+        full: a.full || target.leaf().is_some(),
         all_branches: a.all_branches,
+        leaf: target.leaf().map(chainlog::Id::from_text),
     };
     let store = super::store(cli)?;
     match &a.output {

@@ -4,10 +4,10 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use chainlog::Store;
 use chainlog::reference::ResolveOptions;
-use chainlog::reference::leaf_report;
 use chainlog::reference::resolve;
+use chainlog::reference::{View, leaf_report, leaf_report_full};
+use chainlog::{Store, Target};
 use serde_json::json;
 
 use super::{Cli, CliResult, report_problems, scan_path, write_json};
@@ -28,21 +28,40 @@ pub struct LeavesArgs {
 pub fn run(cli: &Cli, a: &LeavesArgs, out: &mut impl Write) -> CliResult {
     let target = super::target(cli, a.project.as_deref(), &a.target)?;
     let path = target.path();
-    let indexed = if a.no_index {
+    // An inline agent: its leaves in the session file, the newest active, in the full view
+    // (a compaction after the agent drops it from the resume view), from a scan.
+    let inline = target.leaf().is_some();
+    let opts = ResolveOptions {
+        leaf: target.leaf().map(chainlog::Id::from_text),
+        view: if inline { View::Full } else { View::Resume },
+        ..ResolveOptions::default()
+    };
+    let indexed = if a.no_index || inline {
         None
     } else {
-        super::store(cli)?.leaf_report(path).ok().flatten()
+        super::store(cli)?
+            .leaf_report_from(path, opts)
+            .ok()
+            .flatten()
     };
-    let (ans, report) = if let Some(r) = indexed {
+    let (ans, mut report) = if let Some(r) = indexed {
         r
     } else {
-        let ans = Store::reference(path, ResolveOptions::default(), "--no-index".into())?;
+        let ans = Store::reference(path, opts, "--no-index".into())?;
         let t = scan_path(path)?;
-        let res = resolve(&t, ResolveOptions::default())
-            .map_err(|e| chainlog::Error::NotFound(e.to_string()))?;
-        let report = leaf_report(&t, &res);
+        let res = resolve(&t, opts).map_err(|e| chainlog::Error::NotFound(e.to_string()))?;
+        let report = if inline {
+            leaf_report_full(&t, &res)
+        } else {
+            leaf_report(&t, &res)
+        };
         (ans, report)
     };
+    if let Target::Agent { leaves, .. } = &target
+        && !leaves.is_empty()
+    {
+        report.retain(|l| leaves.contains(&ans.names.name(l.uuid)));
+    }
     report_problems(path, &ans);
     let res = &ans.resolution;
     let t = &ans;
@@ -92,6 +111,11 @@ pub fn run(cli: &Cli, a: &LeavesArgs, out: &mut impl Write) -> CliResult {
                 r.explain()
             )?;
         }
+        Some((id, _)) if inline => writeln!(
+            out,
+            "\nactive: {} (the agent's newest message)",
+            t.names.name(id)
+        )?,
         Some((id, r)) => writeln!(out, "\nactive: {} ({})", t.names.name(id), r.explain())?,
         None => writeln!(
             out,

@@ -10,7 +10,10 @@
 //!
 //! When typing pauses, the filter is also run as a full-text search over every message (the
 //! search index of `chainlog search`); sessions found only that way are added to the rows,
-//! marked `(in messages)`. Results are cached per filter text.
+//! marked `(in messages)`. Results are cached per filter text. The search runs on another
+//! thread (the first one of a big project catches its search index up for seconds): the list
+//! keeps following the keys meanwhile, the top line says `searching messages…` (with the
+//! share of bytes indexed), and the hits are applied when they arrive.
 //!
 //! The terminal is set up and restored by ratatui's `init`/`restore`, whose panic hook
 //! restores it on a panic too; every other exit path calls `restore` before returning or
@@ -21,7 +24,9 @@ use std::io::IsTerminal;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
-use std::time::Duration;
+use std::sync::mpsc::{Receiver, TryRecvError};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use chainlog::{Block, ListOptions, Message, ResumeOptions, Role, SessionFacts, Store};
 use ratatui::Frame;
@@ -43,6 +48,12 @@ const PREVIEW_KEEP: usize = 200;
 /// How long typing must pause before the filter is run as a full-text search.
 const SEARCH_PAUSE: Duration = Duration::from_millis(250);
 
+/// How often the screen is redrawn while a search runs (its progress, its end).
+const SEARCH_TICK: Duration = Duration::from_millis(100);
+
+/// How long the loop waits for a key when nothing else is going on.
+const IDLE: Duration = Duration::from_secs(1);
+
 #[derive(Debug, clap::Args)]
 pub struct PickArgs {
     #[command(flatten)]
@@ -59,6 +70,13 @@ pub fn run(cli: &Cli, a: &PickArgs) -> CliResult {
     let mut picker = Picker::new(a.scope.project.clone(), a.scope.all);
     // The first listing is loaded before the screen is taken, so its errors print as usual.
     picker.load(&store)?;
+    // Index progress goes to the top line, not to a bar over the screen.
+    let progress = picker.progress.clone();
+    chainlog::sidecar::set_progress(Some(Arc::new(move |_, done, total| {
+        if let Ok(mut p) = progress.lock() {
+            *p = Some((done, total));
+        }
+    })));
     let mut terminal = ratatui::init();
     let chosen = event_loop(&mut terminal, &mut picker, &store);
     ratatui::restore();
@@ -97,15 +115,22 @@ fn event_loop(
     store: &Store,
 ) -> std::io::Result<Option<(SessionFacts, bool)>> {
     let now = now_ms();
+    let mut last_key = Instant::now();
     loop {
+        picker.collect_search();
+        if picker.search.is_none() && picker.wants_search() && last_key.elapsed() >= SEARCH_PAUSE {
+            picker.start_search(store);
+        }
         picker.ensure_preview(store);
         terminal.draw(|f| picker.draw(f, now))?;
-        if picker.wants_search() && !event::poll(SEARCH_PAUSE)? {
-            // The first search of a project catches its search index up: say so meanwhile.
-            picker.searching = true;
-            terminal.draw(|f| picker.draw(f, now))?;
-            picker.search(store);
-            picker.searching = false;
+        let wait = if picker.search.is_some() {
+            SEARCH_TICK
+        } else if picker.wants_search() {
+            SEARCH_PAUSE.saturating_sub(last_key.elapsed())
+        } else {
+            IDLE
+        };
+        if !event::poll(wait)? {
             continue;
         }
         let Event::Key(key) = event::read()? else {
@@ -114,6 +139,7 @@ fn event_loop(
         if key.kind != KeyEventKind::Press {
             continue;
         }
+        last_key = Instant::now();
         match picker.key(key) {
             Action::None => {}
             Action::Quit => return Ok(None),
@@ -183,6 +209,13 @@ impl Entry {
 /// The last messages of a session, or why they could not be read.
 type Preview = Result<Vec<(Role, String)>, String>;
 
+/// A full-text search running on another thread: what it was asked, and where its answer
+/// (the matching sessions, or why the search failed) arrives.
+struct Running {
+    key: (bool, String),
+    answer: Receiver<Result<HashSet<PathBuf>, String>>,
+}
+
 /// The picker's state, apart from the terminal.
 struct Picker {
     project: Option<PathBuf>,
@@ -197,8 +230,10 @@ struct Picker {
     /// Sessions whose messages match a filter (full-text search in the scope), by scope
     /// (`all`) and filter.
     hits: HashMap<(bool, String), HashSet<PathBuf>>,
-    /// A full-text search is running.
-    searching: bool,
+    /// The full-text search running, if any.
+    search: Option<Running>,
+    /// Index work reported while it runs: (bytes done, bytes in all).
+    progress: Arc<Mutex<Option<(u64, u64)>>>,
     /// A message for the top line (a listing that failed).
     status: Option<String>,
 }
@@ -214,7 +249,8 @@ impl Picker {
             selected: 0,
             previews: HashMap::new(),
             hits: HashMap::new(),
-            searching: false,
+            search: None,
+            progress: Arc::default(),
             status: None,
         }
     }
@@ -335,26 +371,68 @@ impl Picker {
         !self.filter.trim().is_empty() && !self.hits.contains_key(&(self.all, self.filter.clone()))
     }
 
-    /// Runs the filter as a full-text search and adds the sessions it finds.
-    fn search(&mut self, store: &Store) {
-        let found = store.claude_dir().and_then(|claude| {
-            chainlog::search::matching_sessions(
-                store,
-                &claude,
-                &self.filter,
-                &chainlog::search::SearchOptions {
-                    project: self.project.clone(),
-                    all: self.all,
-                    limit: 0,
-                },
-            )
+    /// Starts the filter as a full-text search on another thread.
+    fn start_search(&mut self, store: &Store) {
+        let key = (self.all, self.filter.clone());
+        let opts = chainlog::search::SearchOptions {
+            project: self.project.clone(),
+            all: self.all,
+            limit: 0,
+        };
+        let (tx, answer) = std::sync::mpsc::channel();
+        let store = store.clone();
+        let query = key.1.clone();
+        std::thread::spawn(move || {
+            let found = store
+                .claude_dir()
+                .and_then(|claude| {
+                    chainlog::search::matching_sessions(&store, &claude, &query, &opts)
+                })
+                .map_err(|e| e.to_string());
+            // The picker may have ended meanwhile: nobody to tell.
+            let _ = tx.send(found);
         });
+        self.search = Some(Running { key, answer });
+    }
+
+    /// Applies the running search's hits once they arrived (to the filter they were asked
+    /// for: the rows change only if that filter is still shown).
+    fn collect_search(&mut self) {
+        let Some(running) = &self.search else {
+            return;
+        };
+        let found = match running.answer.try_recv() {
+            Err(TryRecvError::Empty) => return,
+            Ok(found) => found,
+            Err(TryRecvError::Disconnected) => Err("the search ended without an answer".into()),
+        };
+        let key = running.key.clone();
+        self.search = None;
+        if let Ok(mut p) = self.progress.lock() {
+            *p = None;
+        }
         let found = found.unwrap_or_else(|e| {
             self.status = Some(format!("full-text search: {e}"));
             HashSet::new()
         });
-        self.hits.insert((self.all, self.filter.clone()), found);
+        self.hits.insert(key, found);
         self.refilter();
+    }
+
+    /// `  searching messages… 42%` while a search runs.
+    fn searching_note(&self) -> String {
+        if self.search.is_none() {
+            return String::new();
+        }
+        let share = self
+            .progress
+            .lock()
+            .ok()
+            .and_then(|p| *p)
+            .filter(|&(_, total)| total > 0)
+            .map(|(done, total)| format!(" {}%", done.min(total) * 100 / total))
+            .unwrap_or_default();
+        format!("  searching messages…{share}")
     }
 
     /// Whether the row passes the filter only by the full-text search.
@@ -411,11 +489,7 @@ impl Picker {
             "  {}/{} {scope}{}{}",
             self.shown.len(),
             self.list().len(),
-            if self.searching {
-                "  searching messages…"
-            } else {
-                ""
-            },
+            self.searching_note(),
             self.status
                 .as_deref()
                 .map_or_else(String::new, |s| format!("  ({s})"))

@@ -156,6 +156,7 @@ fn print(cli: &Cli, conv: &Conversation, a: &ViewArgs, out: &mut impl Write) -> 
             view,
             &chainlog::view::ApiOptions {
                 model: a.model.clone(),
+                cut: a.at.is_some(),
             },
         );
         write_json(out, &json!({ "messages": messages }))?;

@@ -63,7 +63,7 @@ pub use index::{Answer, BAD_LINES_KEPT, Source, Store};
 pub use resume::conversation::{Conversation, ResumeOptions};
 pub use resume::interrupt::Interrupt;
 pub use resume::message::{Block, Message, Role};
-pub use store::Listing;
+pub use store::{Agents, Listing};
 pub use transcript::id::Id;
 pub use writer::{SessionWriter, WriterOptions};
 
@@ -92,7 +92,7 @@ pub mod discovery {
 pub mod reference {
     pub use crate::chain::{
         BadLine, ChainBridge, LeafInfo, Link, MessageRow, ResolveOptions, Stop, Transcript,
-        UnknownLeaf, View, leaf_report, resolve,
+        UnknownLeaf, View, leaf_report, leaf_report_full, resolve,
     };
 }
 
@@ -117,6 +117,7 @@ pub mod sidecar {
     pub use crate::catalog::cache::FactsCache;
     pub use crate::index::progress::{ProgressFn, REPORT_ABOVE, set_progress};
     pub use crate::index::schema::INDEX_SCHEMA_VERSION;
+    pub use crate::index::sidechains::SidechainRows;
     pub use crate::index::state::IndexFault;
     pub use crate::index::verify::{Difference, verify};
 }
@@ -127,6 +128,7 @@ pub mod view {
     pub use crate::resume::interrupt::detect as detect_interrupt;
     pub use crate::resume::text::render as render_text;
     pub use crate::resume::{
-        ApiOptions, ForkContext, ViewEntry, api_messages, api_messages_of, fork_context, read_view,
+        ApiOptions, ForkContext, INTERRUPTED_TOOL_CALL, NO_RESPONSE_REQUESTED, TOOL_RESULT_MISSING,
+        ViewEntry, api_messages, api_messages_of, fork_context, read_view,
     };
 }

@@ -4,10 +4,22 @@
 use std::path::{Path, PathBuf};
 
 use crate::catalog::cache::FactsCache;
-use crate::catalog::{self, ListOptions, SessionFacts, Target};
+use crate::catalog::inline::{self, InlineTarget};
+use crate::catalog::{self, AgentInfo, ListOptions, SessionFacts, Target};
+use crate::chain::Transcript;
 use crate::error::{Error, Result};
-use crate::index::Store;
+use crate::index::sidechains::SidechainRows;
+use crate::index::{Source, Store};
 use crate::resume::conversation::{Conversation, ResumeOptions};
+
+/// The sub-agents of a session, and where its inline (1.0.x) agents were read from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Agents {
+    /// Sorted by layout, then id.
+    pub agents: Vec<AgentInfo>,
+    /// [`Source::Index`], or a full scan of the session and why the index was not used.
+    pub source: Source,
+}
 
 /// The sessions a listing found, and the files it could not read (each error names its file).
 #[derive(Debug, Default)]
@@ -95,8 +107,13 @@ impl Store {
     pub fn target(&self, project: Option<&Path>, arg: &str) -> Result<Target> {
         let claude = self.claude_dir()?;
         let mut cache = FactsCache::new(self);
-        let target =
-            catalog::target::resolve_target(&claude, project, arg, &mut |p| cache.facts(p))?;
+        let target = catalog::target::resolve_target_with(
+            &claude,
+            project,
+            arg,
+            &mut |p| cache.facts(p),
+            &mut |p| self.inline_targets(p),
+        )?;
         cache.flush()?;
         Ok(target)
     }
@@ -113,14 +130,56 @@ impl Store {
     /// [`Store::resume`] of a target already looked up.
     pub fn resume_target(&self, target: &Target, opts: &ResumeOptions) -> Result<Conversation> {
         match target {
+            // An inline agent lives in its session file: resume from its newest leaf, in the
+            // full view (a compaction after it drops it from the resume view).
+            Target::Agent { path, .. } if target.leaf().is_some() => {
+                let opts = ResumeOptions {
+                    leaf: opts
+                        .leaf
+                        .clone()
+                        .or_else(|| target.leaf().map(str::to_owned)),
+                    full: true,
+                    ..opts.clone()
+                };
+                self.conversation(path, &opts)
+            }
             Target::Agent { path, .. } => self.agent_conversation(path, opts),
             t => self.conversation(t.path(), opts),
         }
     }
 
-    /// The sub-agents of the session at `session_path` (all three layouts), oldest first.
-    pub fn agents(&self, session_path: &Path) -> Result<Vec<crate::catalog::AgentInfo>> {
-        catalog::session_agents(session_path)
+    /// The sub-agents of the session at `session_path` (all three layouts), sorted by layout,
+    /// then id. Inline agents are read from the index (its sidechain rows); when the index
+    /// cannot be used, from a scan of the session ([`Agents::source`] says which).
+    pub fn agents(&self, session_path: &Path) -> Result<Agents> {
+        let (side, source) = self.sidechains(session_path)?;
+        let agents = catalog::agents::agents_with(session_path, &side.rows, &side.names)?;
+        Ok(Agents { agents, source })
+    }
+
+    /// The inline agents of a session file as targets, from the index (else a scan).
+    fn inline_targets(&self, session_path: &Path) -> Result<Vec<InlineTarget>> {
+        let (side, _) = self.sidechains(session_path)?;
+        inline::targets(session_path, &side.rows, &side.names)
+    }
+
+    /// The sidechain rows of a session from the index, else from a full scan (and why).
+    fn sidechains(&self, session_path: &Path) -> Result<(SidechainRows, Source)> {
+        let why = match self.sidechain_rows(session_path) {
+            Ok(Some(rows)) => return Ok((rows, Source::Index)),
+            Ok(None) => "the index was damaged".to_owned(),
+            Err(e @ (Error::Io { .. } | Error::NotFound(_))) => return Err(e),
+            Err(e) => e.to_string(),
+        };
+        let t = Transcript::open(session_path).map_err(|e| Error::io(session_path, e))?;
+        let rows = inline::sidechain_rows(&t);
+        Ok((
+            SidechainRows {
+                rows,
+                names: t.names,
+            },
+            Source::Transcript(why),
+        ))
     }
 
     /// Compares the index's answers for `transcript` with a full scan of the same bytes; an

@@ -13,13 +13,14 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::discover::{
-    self, AgentFile, AgentLayout, inline_agents, list_project, session_agent_files, session_id_of,
+    self, AgentFile, AgentLayout, InlineAgent, list_project, session_agent_files, session_id_of,
 };
-use super::prompt;
-use crate::chain::{ResolveOptions, Transcript, resolve};
+use super::{inline, prompt};
+use crate::chain::{MessageRow, ResolveOptions, Transcript, resolve};
 use crate::error::{Error, Result};
 use crate::resume::{Interrupt, detect, read_view};
 use crate::transcript::envelope::{Flags, Kind};
+use crate::transcript::id::IdNames;
 
 /// One sub-agent of a session.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -101,7 +102,21 @@ pub fn read_meta(path: Option<&Path>) -> AgentMeta {
 /// Every sub-agent of the session stored at `session_path`: agent files under
 /// `<sid>/subagents/`, top-level 2.0.x files whose entries name the session, inline
 /// sidechains, and remote agents. Sorted by layout, then id.
+///
+/// The inline agents come from a full scan of the session (the reference: `Store::agents`
+/// reads the same rows from the index).
 pub fn session_agents(session_path: &Path) -> Result<Vec<AgentInfo>> {
+    let t = Transcript::open(session_path).map_err(|e| Error::io(session_path, e))?;
+    agents_with(session_path, &inline::sidechain_rows(&t), &t.names)
+}
+
+/// [`session_agents`] given the session's sidechain rows (from a scan or the index) and the
+/// texts of its non-UUID ids.
+pub(crate) fn agents_with(
+    session_path: &Path,
+    sidechain: &[(u32, MessageRow)],
+    names: &IdNames,
+) -> Result<Vec<AgentInfo>> {
     let dir = session_path.parent().unwrap_or(Path::new("."));
     let sid = session_id_of(session_path)
         .map(str::to_owned)
@@ -124,37 +139,47 @@ pub fn session_agents(session_path: &Path) -> Result<Vec<AgentInfo>> {
     for f in &files {
         out.push(agent_file_info(f)?);
     }
-    let t = Transcript::open(session_path).map_err(|e| Error::io(session_path, e))?;
-    for a in inline_agents(session_path, &t)? {
-        let newest = a
-            .rows
-            .iter()
-            .copied()
-            .filter(|&i| t.rows[i].head.kind.is_turn())
-            .max_by_key(|&i| (t.rows[i].head.timestamp, i));
-        let status = match newest.map(|i| t.rows[i].head.kind) {
-            None => "empty",
-            Some(Kind::Assistant) => "completed",
-            Some(_) => "interrupted",
-        };
-        out.push(AgentInfo {
-            agent_id: a.agent_id.clone().unwrap_or_else(|| t.names.name(a.root)),
-            layout: AgentLayout::Inline,
-            path: Some(session_path.to_path_buf()),
-            meta_path: None,
-            agent_type: None,
-            description: a.prompt.clone(),
-            worktree_path: None,
-            message_count: a
-                .rows
-                .iter()
-                .filter(|&&i| t.rows[i].head.flags.has(Flags::VISIBLE))
-                .count() as u64,
-            status: status.to_owned(),
-        });
+    for a in inline::group(session_path, sidechain)? {
+        out.push(inline_info(session_path, sidechain, names, &a));
     }
     out.sort_by(|a, b| (a.layout, &a.agent_id).cmp(&(b.layout, &b.agent_id)));
     Ok(out)
+}
+
+/// The facts of an inline agent (its rows index `sidechain`).
+fn inline_info(
+    session_path: &Path,
+    sidechain: &[(u32, MessageRow)],
+    names: &IdNames,
+    a: &InlineAgent,
+) -> AgentInfo {
+    let head = |i: usize| &sidechain[i].1.head;
+    let newest = a
+        .rows
+        .iter()
+        .copied()
+        .filter(|&i| head(i).kind.is_turn())
+        .max_by_key(|&i| (head(i).timestamp, i));
+    let status = match newest.map(|i| head(i).kind) {
+        None => "empty",
+        Some(Kind::Assistant) => "completed",
+        Some(_) => "interrupted",
+    };
+    AgentInfo {
+        agent_id: inline::agent_name(a, names),
+        layout: AgentLayout::Inline,
+        path: Some(session_path.to_path_buf()),
+        meta_path: None,
+        agent_type: None,
+        description: a.prompt.clone(),
+        worktree_path: None,
+        message_count: a
+            .rows
+            .iter()
+            .filter(|&&i| head(i).flags.has(Flags::VISIBLE))
+            .count() as u64,
+        status: status.to_owned(),
+    }
 }
 
 /// The facts of an agent stored in its own file (or a remote agent's meta file).

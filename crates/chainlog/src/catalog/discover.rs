@@ -18,20 +18,16 @@
 //! symlinks): a symlinked session or project is never listed. Names taken from the disk are
 //! compared, never built from user input.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::fs::{self, File};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 use super::paths::projects_root;
-use super::prompt;
 use crate::chain::Transcript;
 use crate::error::{Error, Result};
-use crate::transcript::envelope::{Flags, Kind};
-use crate::transcript::frame::read_line;
 use crate::transcript::id::Id;
 
 /// A project directory under `<claude>/projects`.
@@ -100,10 +96,14 @@ pub struct InlineAgent {
     pub agent_id: Option<String>,
     /// The uuid of its first message.
     pub root: Id,
-    /// Its messages (row indexes of the scan), in map order.
+    /// Its messages: indexes into the sidechain rows it was grouped from
+    /// ([`super::inline::group`]), in map order.
     pub rows: Vec<usize>,
     /// Its first prompt, flattened.
     pub prompt: Option<String>,
+    /// Its user/assistant messages that none of its messages names as parent, oldest first:
+    /// a resume of the agent starts at the last.
+    pub leaves: Vec<Id>,
 }
 
 /// Whether `s` is a UUID in the 8-4-4-4-12 hex form (any case).
@@ -338,77 +338,7 @@ pub fn top_level_agents_by_session(
 /// the first sidechain message they descend from, then merged by `agentId` when the entries
 /// carry one. Reads only each group's first line (for `agentId` and the prompt).
 pub fn inline_agents(path: &Path, t: &Transcript) -> Result<Vec<InlineAgent>> {
-    let sidechain: HashMap<Id, usize> = t
-        .rows
-        .iter()
-        .enumerate()
-        .filter(|(_, r)| r.head.flags.has(Flags::SIDECHAIN))
-        .map(|(i, r)| (r.head.uuid, i))
-        .collect();
-    if sidechain.is_empty() {
-        return Ok(Vec::new());
-    }
-    let mut root_of: HashMap<usize, usize> = HashMap::new();
-    let mut groups: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
-    for (i, row) in t.rows.iter().enumerate() {
-        if !row.head.flags.has(Flags::SIDECHAIN) {
-            continue;
-        }
-        // Walk up through sidechain rows; bounded so a cycle cannot loop.
-        let mut cur = i;
-        let mut path_rows = vec![i];
-        for _ in 0..t.rows.len() {
-            if let Some(&r) = root_of.get(&cur) {
-                cur = r;
-                break;
-            }
-            match t.rows[cur].head.parent.and_then(|p| sidechain.get(&p)) {
-                Some(&p) if p != cur && !path_rows.contains(&p) => {
-                    path_rows.push(p);
-                    cur = p;
-                }
-                _ => break,
-            }
-        }
-        for r in path_rows {
-            root_of.insert(r, cur);
-        }
-        groups.entry(cur).or_default().push(i);
-    }
-    let file = File::open(path).map_err(|e| Error::io(path, e))?;
-    let mut merged: Vec<InlineAgent> = Vec::new();
-    let mut by_agent_id: HashMap<String, usize> = HashMap::new();
-    for (root, rows) in groups {
-        let head = &t.rows[root];
-        let value = read_line(&file, path, head.pos)
-            .ok()
-            .and_then(|b| crate::resume::body::parse_value(&b));
-        let agent_id = value
-            .as_ref()
-            .and_then(|v| v.get("agentId"))
-            .and_then(Value::as_str)
-            .map(str::to_owned);
-        let prompt = value
-            .as_ref()
-            .filter(|_| head.head.kind == Kind::User)
-            .and_then(prompt::user_text)
-            .map(prompt::flatten);
-        if let Some(&k) = agent_id.as_ref().and_then(|a| by_agent_id.get(a)) {
-            merged[k].rows.extend(rows);
-            merged[k].rows.sort_unstable();
-            continue;
-        }
-        if let Some(a) = &agent_id {
-            by_agent_id.insert(a.clone(), merged.len());
-        }
-        merged.push(InlineAgent {
-            agent_id,
-            root: head.head.uuid,
-            rows,
-            prompt,
-        });
-    }
-    Ok(merged)
+    super::inline::group(path, &super::inline::sidechain_rows(t))
 }
 
 #[cfg(test)]

@@ -10,6 +10,7 @@
 //! | [`list`] | listing a project (or all): the facts callback seam, cross-file joins, filters, order |
 //! | [`target`] | what `resume X` means: a path, a session id, an agent id or a title |
 //! | [`agents`] | the sub-agents of one session |
+//! | [`inline`] | inline (1.0.x) sub-agents: sidechain rows grouped, from a scan or the index |
 //!
 //! # The seam
 //! Listing takes the per-file facts as a callback (`&mut dyn FnMut(&Path) ->
@@ -21,6 +22,7 @@ pub mod agents;
 pub mod cache;
 pub mod discover;
 pub mod facts;
+pub mod inline;
 pub mod list;
 pub mod paths;
 pub mod prompt;

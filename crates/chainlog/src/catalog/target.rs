@@ -8,6 +8,7 @@
 //! | a UUID | a session id | comparing session file stems |
 //! | anything else that passes [`check_id`] | an agent id (`<id>` or `agent-<id>`) | comparing agent file stems |
 //! | ≥ 4 id characters (hex digits and `-`) | a session id prefix | comparing session file stems |
+//! | an inline (1.0.x) agent id (`<id>` or `agent-<id>`) | an agent inside a session file | the inline agents of listed sessions that have some |
 //! | any text | a title: exact, then any case, then a unique substring (any case) | comparing listed titles |
 //!
 //! Several sessions matching one step is [`Error::Ambiguous`] with the candidates (exit 2).
@@ -25,6 +26,7 @@ use std::path::{Path, PathBuf};
 use super::discover::{
     self, AgentLayout, ProjectDir, agent_id_of_file, is_uuid, list_project, session_agent_files,
 };
+use super::inline::{InlineTarget, scan_targets};
 use super::list::{FactsFn, Scope, list_scope, resolve_scope};
 use crate::error::{Error, Result, check_id};
 
@@ -48,6 +50,9 @@ pub enum Target {
         path: PathBuf,
         /// Its `.meta.json`, if any.
         meta_path: Option<PathBuf>,
+        /// An inline agent (its messages are in the session file `path`): its leaves, oldest
+        /// first; a resume starts at the last. Empty for an agent in its own file.
+        leaves: Vec<String>,
     },
     /// An existing file named by the argument.
     File(PathBuf),
@@ -60,7 +65,20 @@ impl Target {
             Target::Session { path, .. } | Target::Agent { path, .. } | Target::File(path) => path,
         }
     }
+
+    /// Where a resume of the target starts when no leaf is asked for: an inline agent's
+    /// newest leaf in its session file; `None`: the transcript's own leaf rule.
+    pub fn leaf(&self) -> Option<&str> {
+        match self {
+            Target::Agent { leaves, .. } => leaves.last().map(String::as_str),
+            _ => None,
+        }
+    }
 }
+
+/// The inline agents of a session file as targets name them (the index answers them in
+/// `Store::target`; [`scan_targets`] scans the file).
+pub type InlineFn<'a> = dyn FnMut(&Path) -> Result<Vec<InlineTarget>> + 'a;
 
 /// Resolves a `resume` argument (see the module docs for the order). `facts` is the same
 /// per-file callback [`super::list::list_sessions`] takes; it is used for title lookups only.
@@ -69,6 +87,17 @@ pub fn resolve_target(
     project: Option<&Path>,
     arg: &str,
     facts: &mut FactsFn<'_>,
+) -> Result<Target> {
+    resolve_target_with(claude_dir, project, arg, facts, &mut scan_targets)
+}
+
+/// [`resolve_target`] with the inline agents of a session file given by `inline`.
+pub fn resolve_target_with(
+    claude_dir: &Path,
+    project: Option<&Path>,
+    arg: &str,
+    facts: &mut FactsFn<'_>,
+    inline: &mut InlineFn<'_>,
 ) -> Result<Target> {
     if arg.is_empty() || arg.contains('\0') {
         check_id(arg)?;
@@ -88,6 +117,9 @@ pub fn resolve_target(
                 return Ok(t);
             }
             if let Some(t) = by_id_prefix(&scope.dirs, arg)? {
+                return Ok(t);
+            }
+            if let Some(t) = by_inline_agent(scope, arg, facts, inline)? {
                 return Ok(t);
             }
         }
@@ -249,6 +281,45 @@ fn by_agent_id(dirs: &[ProjectDir], arg: &str) -> Result<Option<Target>> {
         layout,
         path,
         meta_path,
+        leaves: Vec::new(),
+    }))
+}
+
+/// An inline (1.0.x) agent: looked for only in the listed sessions whose facts count inline
+/// agents (cached facts: no transcript is read for the others).
+fn by_inline_agent(
+    scope: &Scope,
+    arg: &str,
+    facts: &mut FactsFn<'_>,
+    inline: &mut InlineFn<'_>,
+) -> Result<Option<Target>> {
+    if scope.dirs.is_empty() {
+        return Ok(None);
+    }
+    let id = arg.strip_prefix("agent-").unwrap_or(arg);
+    let listed = list_scope(scope, facts)?;
+    let mut found = Vec::new();
+    for f in listed.iter().filter(|f| f.inline_agents > 0) {
+        for a in inline(&f.path)? {
+            // Uuids are printed in lower case; the user may type them in any.
+            if a.agent_id == id || (is_uuid(id) && a.agent_id.eq_ignore_ascii_case(id)) {
+                found.push((f.path.clone(), a));
+            }
+        }
+    }
+    let paths: Vec<PathBuf> = found.iter().map(|(p, _)| p.clone()).collect();
+    let Some(path) = one(arg, paths, |p| p)? else {
+        return Ok(None);
+    };
+    let Some((_, a)) = found.into_iter().find(|(p, _)| *p == path) else {
+        return Ok(None);
+    };
+    Ok(Some(Target::Agent {
+        agent_id: a.agent_id,
+        layout: AgentLayout::Inline,
+        path,
+        meta_path: None,
+        leaves: a.leaves,
     }))
 }
 

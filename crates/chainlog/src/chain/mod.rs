@@ -227,9 +227,28 @@ where
     F: Graph,
     G::Error: From<F::Error>,
 {
+    let mut full = Some(full);
     let chosen = match opts.leaf {
         Some(id) => match leaf::requested(resume, id)? {
             Some(c) => Some(c),
+            // Dropped by the resume projection (before the last compact boundary): the full
+            // view still has it (an inline agent of a compacted 1.0.x session).
+            None if opts.view == View::Full => {
+                let g = (full.take().expect("not taken yet"))()?;
+                let Some((i, rule)) = leaf::requested(&g, id)? else {
+                    return Ok(Err(UnknownLeaf {
+                        id,
+                        name: names.name(id),
+                    }));
+                };
+                let leaves = if opts.list_leaves {
+                    resume.leaf_ids()?
+                } else {
+                    Vec::new()
+                };
+                let head = g.head(i)?.into_owned();
+                return Ok(Ok(finish(&g, i, true, &head, rule, leaves)?));
+            }
             None => {
                 return Ok(Err(UnknownLeaf {
                     id,
@@ -260,7 +279,7 @@ where
     let res = match opts.view {
         View::Resume => finish(resume, leaf_row, false, &leaf_head, rule, leaves)?,
         View::Full => {
-            let g = full()?;
+            let g = (full.take().expect("taken only by an early return"))()?;
             // The full graph keeps every row of the resume graph except, in odd files, one
             // removed by a snip that the resume projection dropped; then the resume graph answers.
             match g.get(leaf_head.uuid)? {
@@ -360,6 +379,13 @@ pub struct LeafInfo {
 /// Every leaf with its chain length, for `chainlog leaves`.
 pub fn leaf_report(t: &Transcript, res: &Resolution) -> Vec<LeafInfo> {
     let tree = Tree::build(t, Projection::Resume);
+    graph::infallible(leaf_report_graph(&tree, res.leaf.map(|(id, _)| id)))
+}
+
+/// [`leaf_report`] over the full view (nothing dropped at compact boundaries): the leaves of
+/// inline agents written before a compaction are there.
+pub fn leaf_report_full(t: &Transcript, res: &Resolution) -> Vec<LeafInfo> {
+    let tree = Tree::build(t, Projection::Full);
     graph::infallible(leaf_report_graph(&tree, res.leaf.map(|(id, _)| id)))
 }
 

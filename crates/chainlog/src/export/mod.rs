@@ -15,7 +15,6 @@ use std::collections::HashMap;
 use std::io::Write;
 use std::path::Path;
 
-use crate::catalog::agents::session_agents;
 use crate::catalog::discover::AgentLayout;
 use crate::chain::{ResolveOptions, View};
 use crate::error::Result;
@@ -43,6 +42,9 @@ pub struct ExportOptions {
     pub full: bool,
     /// Also every other branch (leaf), from where it leaves the chosen chain.
     pub all_branches: bool,
+    /// Start from this message instead of the chosen leaf (an inline agent's newest leaf,
+    /// [`Target::leaf`](crate::Target::leaf)).
+    pub leaf: Option<crate::Id>,
 }
 
 /// A session gathered for rendering.
@@ -101,7 +103,7 @@ pub fn build(store: &Store, path: &Path, opts: &ExportOptions) -> Result<Documen
     let ans = store.resolve(
         path,
         ResolveOptions {
-            leaf: None,
+            leaf: opts.leaf,
             view,
             list_leaves: opts.all_branches,
         },
@@ -153,7 +155,8 @@ pub fn build(store: &Store, path: &Path, opts: &ExportOptions) -> Result<Documen
         }
     }
     let mut agents = Vec::new();
-    for a in session_agents(path).unwrap_or_default() {
+    let listed = store.agents(path).map(|a| a.agents).unwrap_or_default();
+    for a in listed {
         let label = [a.agent_type.as_deref(), a.description.as_deref()]
             .into_iter()
             .flatten()

@@ -23,7 +23,7 @@ use redb::{ReadableTable, WriteTransaction};
 use super::codec::{decode, encode, id_key, key_of, opt_id, tag, untag};
 use super::schema::{
     BAD_LINES, CHILDREN, CHUNK_SIZE, CHUNKS, COUNTS, FILES, FORWARD, FileState, MSG_IDS, NAMES,
-    PROGRESS, ROWS, UUIDS, counts,
+    PROGRESS, ROWS, SIDECHAINS, UUIDS, counts,
 };
 use super::state::IndexFault;
 use crate::chain::{BadLine, MessageRow};
@@ -186,6 +186,8 @@ pub fn drop_file_rows(txn: &WriteTransaction, f: u32) -> Result<(), redb::Error>
         .retain_in((f, ZERO)..=(f, MAX), |_, ()| false)?;
     txn.open_table(COUNTS)?
         .retain_in((f, 0, ZERO)..=(f, u8::MAX, MAX), |_, _| false)?;
+    txn.open_table(SIDECHAINS)?
+        .retain_in((f, 0)..=(f, u32::MAX), |_, ()| false)?;
     super::derive::clear(txn, f)?;
     Ok(())
 }
@@ -413,6 +415,7 @@ struct Tables<'t> {
     progress: redb::Table<'t, (u32, [u8; 16]), &'static [u8]>,
     forward: redb::Table<'t, (u32, [u8; 16]), ()>,
     bad: redb::Table<'t, (u32, u64), &'static [u8]>,
+    sidechains: redb::Table<'t, (u32, u32), ()>,
     /// Keys of `uuids`, `children` and `msg_ids` waiting to be inserted in sorted order
     /// (their keys are random: sorted runs fill B-tree pages sequentially).
     pending_uuids: BTreeMap<[u8; 16], u32>,
@@ -492,6 +495,40 @@ impl Tables<'_> {
         Ok(())
     }
 
+    /// Removes the edges (`children`, `msg_ids`, `sidechains`) of the row stored at `seq`,
+    /// which a duplicate uuid is about to replace.
+    fn forget_edges(&mut self, st: &mut FileState, seq: u32) -> Result<(), redb::Error> {
+        let f = self.f;
+        let old = self
+            .rows
+            .get((f, seq))?
+            .and_then(|v| decode::<MessageRow>(&key_of(f, seq.into()), v.value()));
+        if let Some(old) = old {
+            if let Some(p) = old.head.parent
+                && !self.pending_children.remove(&(p.0, seq))
+                && self.children.remove((f, p.0, seq))?.is_some()
+            {
+                *self
+                    .count_deltas
+                    .entry((counts::CHILDREN, p.0))
+                    .or_default() -= 1;
+            }
+            if let Some(mid) = old.head.message_id
+                && !self.pending_msg_ids.remove(&(mid, seq))
+                && self.msg_ids.remove((f, mid, seq))?.is_some()
+            {
+                *self
+                    .count_deltas
+                    .entry((counts::MSG_IDS, counts::mid_key(mid)))
+                    .or_default() -= 1;
+            }
+            if old.head.flags.has(Flags::SIDECHAIN) && self.sidechains.remove((f, seq))?.is_some() {
+                st.sidechain_rows = st.sidechain_rows.saturating_sub(1);
+            }
+        }
+        Ok(())
+    }
+
     /// Stores one parsed line (in file order).
     fn store(
         &mut self,
@@ -537,30 +574,7 @@ impl Tables<'_> {
                 let seq = if let Some(seq) = existing {
                     batch.structural = true;
                     // A duplicate replaces the value and keeps the first position.
-                    let old = self
-                        .rows
-                        .get((f, seq))?
-                        .and_then(|v| decode::<MessageRow>(&key_of(f, seq.into()), v.value()));
-                    if let Some(old) = old {
-                        if let Some(p) = old.head.parent
-                            && !self.pending_children.remove(&(p.0, seq))
-                            && self.children.remove((f, p.0, seq))?.is_some()
-                        {
-                            *self
-                                .count_deltas
-                                .entry((counts::CHILDREN, p.0))
-                                .or_default() -= 1;
-                        }
-                        if let Some(mid) = old.head.message_id
-                            && !self.pending_msg_ids.remove(&(mid, seq))
-                            && self.msg_ids.remove((f, mid, seq))?.is_some()
-                        {
-                            *self
-                                .count_deltas
-                                .entry((counts::MSG_IDS, counts::mid_key(mid)))
-                                .or_default() -= 1;
-                        }
-                    }
+                    self.forget_edges(st, seq)?;
                     seq
                 } else {
                     let seq = st.rows;
@@ -584,6 +598,11 @@ impl Tables<'_> {
                 }
                 if let (Kind::Assistant, Some(mid)) = (head.kind, head.message_id) {
                     self.pending_msg_ids.insert((mid, seq));
+                }
+                if head.flags.has(Flags::SIDECHAIN)
+                    && self.sidechains.insert((f, seq), ())?.is_none()
+                {
+                    st.sidechain_rows += 1;
                 }
                 if self.pending_uuids.len() >= SORTED_RUN {
                     self.flush()?;
@@ -616,6 +635,7 @@ fn ingest_from(
         progress: txn.open_table(PROGRESS)?,
         forward: txn.open_table(FORWARD)?,
         bad: txn.open_table(BAD_LINES)?,
+        sidechains: txn.open_table(SIDECHAINS)?,
         pending_uuids: BTreeMap::new(),
         pending_children: BTreeSet::new(),
         pending_msg_ids: BTreeSet::new(),

@@ -18,6 +18,7 @@
 //! | [`incremental`] | extend the projections after a plain append, or decline |
 //! | [`state`] | the one encoder and decoder of the derived state; [`state::IndexFault`] |
 //! | [`query`] | the [`Graph`](crate::chain::Graph) of one file read row by row |
+//! | [`sidechains`] | the sidechain rows of one file (inline sub-agents) |
 //! | [`verify`] | compare index answers with a full scan |
 
 pub mod codec;
@@ -31,6 +32,7 @@ pub mod open;
 pub mod progress;
 pub mod query;
 pub mod schema;
+pub mod sidechains;
 pub mod state;
 pub mod unsynced;
 pub mod verify;
@@ -289,11 +291,19 @@ impl Store {
     /// Every leaf of `transcript` with its chain length (`chainlog leaves`), from the index;
     /// `None` when the index turned out damaged.
     pub fn leaf_report(&self, transcript: &Path) -> Result<Option<(Answer, Vec<LeafInfo>)>> {
+        self.leaf_report_from(transcript, ResolveOptions::default())
+    }
+
+    /// [`Store::leaf_report`] with the active leaf chosen by `opts` (a requested leaf).
+    pub fn leaf_report_from(
+        &self,
+        transcript: &Path,
+        opts: ResolveOptions,
+    ) -> Result<Option<(Answer, Vec<LeafInfo>)>> {
         let t = transcript.to_path_buf();
         self.bounded(transcript, move |s| {
             let transcript = t.as_path();
-            let Some(ans) = s.resolve_indexed_unguarded(transcript, ResolveOptions::default())?
-            else {
+            let Some(ans) = s.resolve_indexed_unguarded(transcript, opts)? else {
                 return Ok(None);
             };
             let db = IndexDb::open(&s.db_path(transcript))?;

@@ -22,6 +22,7 @@
 //! | `forward` | (file, uuid) | () | ids named (snip, preserved segment, parent) before any row had them |
 //! | `facts` | path | bytes | picker facts of a session (cached) |
 //! | `counts` | (file, kind, id) | count | entries of a `children` or `msg_ids` range (checked by scans) |
+//! | `sidechains` | (file, seq) | () | rows of `isSidechain` messages (inline sub-agents), counted in [`FileState::sidechain_rows`] |
 
 use redb::TableDefinition;
 
@@ -42,7 +43,9 @@ use redb::TableDefinition;
 ///   entries (their scans check the count); `counts` table (entries per `children` parent
 ///   and per `msg_ids` hash), `derived` counts of `reparented` edges, and `FileState` counts
 ///   of `DEAD`, `PRESERVED` and `ZEROED` facts.
-pub const INDEX_SCHEMA_VERSION: u32 = 6;
+/// - 7: `sidechains` table and `FileState::sidechain_rows`: inline sub-agents (`chainlog
+///   agents`, agent targets) are read from the index instead of a scan of the session.
+pub const INDEX_SCHEMA_VERSION: u32 = 7;
 
 /// The lowest and highest 16-byte ids, for range scans over one file's rows.
 pub const ID_FIRST: [u8; 16] = [0; 16];
@@ -69,6 +72,7 @@ pub const LEAF_TIMES: TableDefinition<(u32, u8, u64, u32), ()> = TableDefinition
 pub const FACTS: TableDefinition<&str, &[u8]> = TableDefinition::new("facts");
 pub const FORWARD: TableDefinition<(u32, [u8; 16]), ()> = TableDefinition::new("forward");
 pub const COUNTS: TableDefinition<(u32, u8, [u8; 16]), &[u8]> = TableDefinition::new("counts");
+pub const SIDECHAINS: TableDefinition<(u32, u32), ()> = TableDefinition::new("sidechains");
 
 /// Kinds of rows in [`COUNTS`]: how many keys a range of a table with empty values holds, so a
 /// scan that finds fewer (a key changed by damage) is caught.
@@ -104,6 +108,7 @@ pub fn create_all(txn: &redb::WriteTransaction) -> Result<(), redb::TableError> 
     txn.open_table(FACTS)?;
     txn.open_table(FORWARD)?;
     txn.open_table(COUNTS)?;
+    txn.open_table(SIDECHAINS)?;
     Ok(())
 }
 
@@ -157,6 +162,9 @@ pub struct FileState {
     pub tail_hash: [u8; 16],
     /// Rows that are not sidechain (an all-sidechain file is an agent transcript).
     pub main_rows: u32,
+    /// Entries of `sidechains`: rows that are sidechain (a scan that finds another number read
+    /// damaged keys).
+    pub sidechain_rows: u32,
     /// Live rows after the projections.
     pub live_rows: u32,
     /// `DEAD` facts in `derived` (checked by the scan that reads them).

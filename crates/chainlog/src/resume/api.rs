@@ -5,7 +5,9 @@
 //! API response written as N lines is one assistant message, its tool results one user
 //! message; system entries are dropped except local commands (sent as user text); API-error
 //! replies are dropped; unanswered tool calls are dropped mid-conversation and repaired at the
-//! end; a conversation ending on a user message gets "No response requested.". Claude Code
+//! end; a conversation ending on a user message gets "No response requested." (not when the
+//! chain was cut with `--at`: then the client writes nothing and pairs an unanswered trailing
+//! call with [`TOOL_RESULT_MISSING`] at request time). Claude Code
 //! 2.1.328 was observed doing exactly this (the conformance kit, see tests/conformance.rs).
 //!
 //! # Design
@@ -29,12 +31,22 @@ pub const INTERRUPTED_TOOL_CALL: &str = "[Tool call interrupted: the session end
 /// The text of the synthetic assistant reply the client adds after a trailing user message.
 pub const NO_RESPONSE_REQUESTED: &str = "No response requested.";
 
+/// The result the client puts, at request time only, for a call of the last reply that has
+/// none when the chain was cut with `--resume-session-at` (chainlog's `--at`).
+pub const TOOL_RESULT_MISSING: &str = "[Tool result missing due to internal error]";
+
 /// Options of [`api_messages`].
 #[derive(Debug, Clone, Default)]
 pub struct ApiOptions {
     /// The model of the request. Signed thinking blocks written by another model are left out
     /// (the client does so). `None`: keep every thinking block.
     pub model: Option<String>,
+    /// The view was cut after a chosen message (`--at`, the client's `--resume-session-at`).
+    /// The client then writes no repair: a trailing user message gets no "No response
+    /// requested.", and each unanswered call of the last reply gets [`TOOL_RESULT_MISSING`]
+    /// (an `is_error` result first in the next user message) instead of the written
+    /// [`INTERRUPTED_TOOL_CALL`] result.
+    pub cut: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -372,6 +384,30 @@ fn repair_tail(units: &mut Vec<Unit>, reply_end: bool) {
     units.extend(trailing);
 }
 
+/// The request-time pairing of a cut chain (nothing is written): each unanswered call of
+/// the last reply gets a [`TOOL_RESULT_MISSING`] result, placed before the results that
+/// follow the reply (the client prepends them to the next user message).
+fn pair_cut_tail(units: &mut Vec<Unit>) {
+    let Some(last_a) = units.iter().rposition(|u| u.role == Role::Assistant) else {
+        return;
+    };
+    let answered: HashSet<&str> = units[last_a..]
+        .iter()
+        .flat_map(|u| u.blocks.iter())
+        .filter_map(result_id)
+        .collect();
+    let missing: Vec<Value> = units[last_a]
+        .tool_uses()
+        .filter(|id| !answered.contains(id))
+        .map(|id| {
+            json!({"type": "tool_result", "tool_use_id": id, "content": TOOL_RESULT_MISSING, "is_error": true})
+        })
+        .collect();
+    if !missing.is_empty() {
+        units.insert(last_a + 1, Unit::user(missing, false));
+    }
+}
+
 /// Whether the user messages after the last assistant reply include the
 /// `<local-command-caveat>` meta message that opens a local-command group.
 fn caveat_group(units: &[Unit]) -> bool {
@@ -492,7 +528,11 @@ pub fn api_messages_of(entries: &[Value], opts: &ApiOptions) -> Vec<Value> {
         .find(|u| u.role != Role::System && !u.attachment && !u.local_command)
         .is_some_and(|u| u.role == Role::Assistant && only_thinking(u));
     let mut units = regroup(units);
-    repair_tail(&mut units, api_error_end || thinking_end);
+    if opts.cut {
+        pair_cut_tail(&mut units);
+    } else {
+        repair_tail(&mut units, api_error_end || thinking_end);
+    }
     join(units)
 }
 
@@ -556,13 +596,25 @@ pub(crate) fn cleaned_tail(entries: &[Value]) -> Tail {
     // The clean-up only drops assistant units (and results of dropped calls, which only
     // exist with an unanswered call, never on a completed pair).
     repair_pairing(&mut units);
+    // A reply whose every call is unanswered is not a finished reply (§A7 step 2, §A8), even
+    // where the API view keeps the trailing calls to pair them with the written repair.
+    let answered: HashSet<&str> = units
+        .iter()
+        .flat_map(|u| u.blocks.iter())
+        .filter_map(result_id)
+        .collect();
     let keep: Vec<bool> = units
         .iter()
         .map(|u| {
             u.role != Role::Assistant
-                || u.blocks
-                    .iter()
-                    .any(|b| !matches!(block_type(b), "thinking" | "redacted_thinking"))
+                || u.blocks.iter().any(|b| match block_type(b) {
+                    "thinking" | "redacted_thinking" => false,
+                    "tool_use" => b
+                        .get("id")
+                        .and_then(Value::as_str)
+                        .is_none_or(|id| answered.contains(id)),
+                    _ => true,
+                })
         })
         .collect();
     keep.iter()

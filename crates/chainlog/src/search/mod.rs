@@ -14,6 +14,9 @@
 //!   the same atomic commit as the documents. A grown file adds only its new lines; any other
 //!   change (rewrite, truncation, another file at the path) deletes the file's documents and
 //!   indexes it again; a vanished file's documents are deleted.
+//! - **Progress**: a catch-up reports the bytes it reads in all the project's transcripts as one
+//!   piece of work to the observer of [`crate::sidecar::set_progress`] (a first build over a big
+//!   tree takes seconds; the command shows a bar).
 //! - **Ranking** is BM25 over the text. Each hit says whether its message is on the session's
 //!   resumed chain (answered by [`Store::resolve`]) or on a dead branch.
 
@@ -34,6 +37,7 @@ use crate::catalog::list::resolve_scope;
 use crate::chain::ResolveOptions;
 use crate::error::{Error, Result};
 use crate::index::Store;
+use crate::index::progress::Tracker;
 use crate::transcript::id::Id;
 
 /// One message that matches a query.
@@ -157,8 +161,10 @@ impl ProjectIndex {
             .unwrap_or_default()
     }
 
-    /// Brings the documents up to date with `sessions`.
-    fn catch_up(&self, sessions: &[PathBuf]) -> Result<SearchCatchUp> {
+    /// Brings the documents up to date with `sessions` (the transcripts of `project_dir`),
+    /// reporting the bytes read as one piece of work on `project_dir`
+    /// ([`crate::sidecar::set_progress`]).
+    fn catch_up(&self, project_dir: &Path, sessions: &[PathBuf]) -> Result<SearchCatchUp> {
         let mut marks = self.marks();
         let mut plan = Vec::new();
         let live: HashSet<String> = sessions.iter().map(|p| key(p)).collect();
@@ -183,6 +189,17 @@ impl ProjectIndex {
         if plan.is_empty() && gone.is_empty() {
             return Ok(done);
         }
+        let total = plan
+            .iter()
+            .map(|(p, step)| {
+                let from = match step {
+                    tail::Plan::Append { from } => *from,
+                    _ => 0,
+                };
+                std::fs::metadata(p).map_or(0, |m| m.len().saturating_sub(from))
+            })
+            .sum();
+        let mut progress = Tracker::new(project_dir, total);
         let mut writer: IndexWriter = self
             .index
             .writer_with_num_threads(1, 50_000_000)
@@ -202,7 +219,7 @@ impl ProjectIndex {
                 0
             };
             let f = &self.fields;
-            let mark = tail::read_messages(p, from, |m| {
+            let mark = tail::read_messages(p, from, &mut progress, |m| {
                 writer
                     .add_document(doc!(
                         f.path => k.as_str(),
@@ -228,6 +245,7 @@ impl ProjectIndex {
         writer
             .wait_merging_threads()
             .map_err(|e| search_err(&self.dir, e))?;
+        progress.finish();
         Ok(done)
     }
 }
@@ -263,7 +281,7 @@ fn each_project(
             continue;
         };
         let pi = ProjectIndex::open(store, &d.path)?;
-        let done = pi.catch_up(&listing.sessions)?;
+        let done = pi.catch_up(&d.path, &listing.sessions)?;
         each(&pi, done)?;
     }
     Ok(())

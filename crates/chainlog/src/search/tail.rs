@@ -10,6 +10,7 @@ use serde_json::Value;
 
 use super::FileMark;
 use crate::error::{Error, Result};
+use crate::index::progress::{Counted, Tracker};
 use crate::resume::message::{Message, Role};
 use crate::transcript::frame::Framer;
 
@@ -99,6 +100,7 @@ fn found(bytes: &[u8], offset: u64, len: u64) -> Option<Found> {
 pub(super) fn read_messages(
     path: &Path,
     from: u64,
+    progress: &mut Tracker,
     mut add: impl FnMut(&Found) -> Result<()>,
 ) -> Result<FileMark> {
     let io = |e| Error::io(path, e);
@@ -106,8 +108,12 @@ pub(super) fn read_messages(
     let m = file.metadata().map_err(io)?;
     file.seek(SeekFrom::Start(from)).map_err(io)?;
     let mut failed = None;
+    let reader = Counted {
+        inner: (&mut file).take(m.len().saturating_sub(from)),
+        tracker: progress,
+    };
     let summary = Framer::resume_at(from, 0)
-        .frame_reader((&mut file).take(m.len() - from), |line| {
+        .frame_reader(reader, |line| {
             if failed.is_some() {
                 return;
             }

@@ -7,7 +7,7 @@
 //!
 //! | | fork | branch |
 //! |---|---|---|
-//! | messages | the resume view (cut after `--at`), spliced tool results included | the same view |
+//! | messages | the resume view (cut after `--at`; an `--at` on another branch: that branch's chain), spliced tool results included | the same view |
 //! | uuids, timestamps | kept | kept |
 //! | `parentUuid` | kept | re-chained: each message's parent is the previous copied one |
 //! | `sessionId` | new | new |
@@ -27,23 +27,28 @@ use crate::error::{Error, Result};
 use crate::index::Store;
 use crate::transcript::id::Id;
 
-/// The source's resume view as JSON entries, cut after `at` when given.
+/// The source's resume view as JSON entries, cut after `at` when given. A message `at` that is
+/// not on the chosen chain (another branch's leaf, picked in `chainlog pick`) gives the chain
+/// that ends at it instead.
 fn view(
     store: &Store,
     source: &Path,
     at: Option<&str>,
 ) -> Result<Vec<serde_json::Map<String, Value>>> {
-    let ans = store.resolve(source, ResolveOptions::default())?;
+    let mut ans = store.resolve(source, ResolveOptions::default())?;
     let mut chain = ans.resolution.chain.clone();
     if let Some(at) = at {
         let id = Id::from_text(at);
-        let cut = chain.iter().position(|l| l.uuid == id).ok_or_else(|| {
-            Error::NotFound(format!(
-                "{}: message {at} is not on the chosen chain",
-                source.display()
-            ))
-        })?;
-        chain.truncate(cut + 1);
+        if let Some(cut) = chain.iter().position(|l| l.uuid == id) {
+            chain.truncate(cut + 1);
+        } else {
+            let opts = ResolveOptions {
+                leaf: Some(id),
+                ..ResolveOptions::default()
+            };
+            ans = store.resolve(source, opts)?;
+            chain.clone_from(&ans.resolution.chain);
+        }
     }
     if chain.is_empty() {
         return Err(Error::NotFound(format!(
