@@ -71,10 +71,6 @@ fn check_same(store: &Store, path: &Path) {
     );
 }
 
-#[expect(
-    clippy::too_many_lines,
-    reason = "one benchmark group per size: resume, rebuild, catch-up and the command"
-)]
 fn benches(c: &mut Criterion) {
     let tmp = tempfile::tempdir().unwrap();
     let mut files = Vec::new();
