@@ -1,6 +1,7 @@
 //! `chainlog pick` driven in a real terminal (tmux): the list renders, typing filters it and
 //! the preview follows, Enter hands off to `claude --resume ID` and Ctrl-F to
-//! `claude --resume ID --fork-session`, in the session's working directory. A fake `claude`
+//! `claude --resume ID --fork-session`, in the session's working directory; Left/Right switch
+//! the preview between branches, and Enter on another branch resumes a copy of it. A fake `claude`
 //! (named by `$CHAINLOG_CLAUDE`) writes its working directory and arguments to a file.
 
 use std::os::unix::fs::PermissionsExt;
@@ -503,7 +504,11 @@ fn write_branched(f: &Fixture) -> PathBuf {
         ),
         json!({"type": "custom-title", "customTitle": "Delta branches", "sessionId": BRANCHED}),
     ];
-    let text: String = lines.iter().map(|v| format!("{v}\n")).collect();
+    let text = lines
+        .iter()
+        .map(|v| format!("{v}\n"))
+        .collect::<Vec<_>>()
+        .concat();
     let path = project.join(format!("{BRANCHED}.jsonl"));
     std::fs::write(&path, text).unwrap();
     path

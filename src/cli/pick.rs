@@ -590,6 +590,15 @@ impl Picker {
             f.render_stateful_widget(table, list, &mut state);
         }
 
+        self.draw_preview(f, preview);
+        f.render_widget(
+            Paragraph::new(HELP).style(Style::new().add_modifier(Modifier::DIM)),
+            help,
+        );
+    }
+
+    /// The preview pane: the last messages of the selected session's shown branch.
+    fn draw_preview(&self, f: &mut Frame, preview: ratatui::layout::Rect) {
         let (title, lines) = match self.selected() {
             None => (String::new(), Vec::new()),
             Some(s) => {
@@ -634,10 +643,6 @@ impl Picker {
         f.render_widget(
             Paragraph::new(lines).block(Pane::bordered().title(title)),
             preview,
-        );
-        f.render_widget(
-            Paragraph::new(HELP).style(Style::new().add_modifier(Modifier::DIM)),
-            help,
         );
     }
 }
