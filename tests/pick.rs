@@ -1,6 +1,7 @@
 //! `chainlog pick` driven in a real terminal (tmux): the list renders, typing filters it and
 //! the preview follows, Enter hands off to `claude --resume ID` and Ctrl-F to
-//! `claude --resume ID --fork-session`, in the session's working directory. A fake `claude`
+//! `claude --resume ID --fork-session`, in the session's working directory; Left/Right switch
+//! the preview between branches, and Enter on another branch resumes a copy of it. A fake `claude`
 //! (named by `$CHAINLOG_CLAUDE`) writes its working directory and arguments to a file.
 
 use std::os::unix::fs::PermissionsExt;
@@ -452,4 +453,102 @@ fn the_list_follows_the_keys_while_the_first_search_catches_up() {
     t.key("Enter");
     let (_, args) = f.handed_off();
     assert_eq!(args, format!("--resume {}", SESSIONS[1].0));
+}
+
+/// A session whose prompt got two answers (two branches; the newer one is active).
+const BRANCHED: &str = "dddddddd-0000-4000-8000-000000000004";
+
+fn write_branched(f: &Fixture) -> PathBuf {
+    let cwd = f.work().to_str().unwrap().to_owned();
+    let project = f
+        .claude()
+        .join("projects")
+        .join(chainlog::discovery::project_key(&cwd));
+    let line =
+        |uuid: &str, parent: Option<&str>, minute: u32, ty: &str, message: serde_json::Value| {
+            json!({
+                "parentUuid": parent, "isSidechain": false, "userType": "external",
+                "cwd": cwd, "sessionId": BRANCHED, "version": "2.1.88", "type": ty,
+                "uuid": uuid, "timestamp": format!("2025-03-02T10:{minute:02}:00.000Z"),
+                "message": message,
+            })
+        };
+    let prompt = "00000000-0000-4000-8000-000000000d01";
+    let first = "00000000-0000-4000-8000-000000000d02";
+    let second = "00000000-0000-4000-8000-000000000d03";
+    let answer = |id: &str, text: &str| {
+        json!({"id": id, "type": "message", "role": "assistant", "model": "m",
+               "content": [{"type": "text", "text": text}]})
+    };
+    let lines = [
+        line(
+            prompt,
+            None,
+            0,
+            "user",
+            json!({"role": "user", "content": "please work on Delta"}),
+        ),
+        line(
+            first,
+            Some(prompt),
+            1,
+            "assistant",
+            answer("msg_d1", "delta first answer"),
+        ),
+        line(
+            second,
+            Some(prompt),
+            2,
+            "assistant",
+            answer("msg_d2", "delta second answer"),
+        ),
+        json!({"type": "custom-title", "customTitle": "Delta branches", "sessionId": BRANCHED}),
+    ];
+    let text = lines
+        .iter()
+        .map(|v| format!("{v}\n"))
+        .collect::<Vec<_>>()
+        .concat();
+    let path = project.join(format!("{BRANCHED}.jsonl"));
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+#[test]
+fn left_shows_the_older_branch_and_enter_resumes_a_copy_of_it() {
+    if !have_tmux() {
+        return;
+    }
+    let f = Fixture::new();
+    let source = write_branched(&f);
+    let t = Tmux::start(&f, "branch");
+    t.wait_for("the branched session", |s| s.contains("Delta branches"));
+    t.type_text("delta");
+    t.wait_for("the active branch in the preview", |s| {
+        s.contains("delta second answer") && s.contains("branch 2/2 (active)")
+    });
+    t.key("Left");
+    let s = t.wait_for("the older branch in the preview", |s| {
+        s.contains("delta first answer") && s.contains("branch 1/2")
+    });
+    assert!(!s.contains("delta second answer"), "{s}");
+    t.key("Enter");
+    let (cwd, args) = f.handed_off();
+    assert_eq!(Path::new(&cwd), f.work().canonicalize().unwrap());
+    let id = args
+        .strip_prefix("--resume ")
+        .unwrap_or_else(|| panic!("handed off {args}"));
+    assert_ne!(
+        id, BRANCHED,
+        "the client resumes only the active branch: a copy is resumed"
+    );
+    let copy = std::fs::read_to_string(source.with_file_name(format!("{id}.jsonl")))
+        .expect("the copy is a session of the same project");
+    assert!(copy.contains("delta first answer"), "{copy}");
+    assert!(!copy.contains("delta second answer"), "{copy}");
+    let original = std::fs::read_to_string(&source).unwrap();
+    assert!(
+        original.contains("delta second answer"),
+        "the source is left as it was"
+    );
 }

@@ -8,6 +8,12 @@
 //! directory when it still exists. `$CHAINLOG_CLAUDE` names another program to run instead of
 //! `claude` (tests run a fake one).
 //!
+//! Left/Right switch the preview between the session's branches (its leaves, oldest first, not
+//! counting parallel dead ends and sidechains). Claude Code resumes only a session's active
+//! branch, so Enter on another branch first copies that branch's chain into a new session
+//! (`chainlog::writer::fork` with the leaf as `at`, as `--fork-session` writes it) and resumes
+//! that one.
+//!
 //! When typing pauses, the filter is also run as a full-text search over every message (the
 //! search index of `chainlog search`); sessions found only that way are added to the rows,
 //! marked `(in messages)`. Results are cached per filter text. The search runs on another
@@ -28,6 +34,7 @@ use std::sync::mpsc::{Receiver, TryRecvError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use chainlog::reference::ResolveOptions;
 use chainlog::{Block, ListOptions, Message, ResumeOptions, Role, SessionFacts, Store};
 use ratatui::Frame;
 use ratatui::crossterm::event::{self, Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
@@ -39,8 +46,8 @@ use ratatui::widgets::{Block as Pane, Cell, Paragraph, Row, Table, TableState};
 use super::{Cli, CliError, CliResult};
 
 /// The help line at the bottom of the picker.
-const HELP: &str = "type: filter  Up/Down Ctrl-J/K: move  Enter: resume  Ctrl-F: fork  \
-                        Tab: project/all  Esc: clear/quit";
+const HELP: &str = "type: filter  Up/Down: move  Left/Right: branch  Enter: resume  \
+                        Ctrl-F: fork  Tab: project/all  Esc: clear/quit";
 
 /// Messages kept per cached preview (the pane shows the last ones that fit).
 const PREVIEW_KEEP: usize = 200;
@@ -80,10 +87,19 @@ pub fn run(cli: &Cli, a: &PickArgs) -> CliResult {
     let mut terminal = ratatui::init();
     let chosen = event_loop(&mut terminal, &mut picker, &store);
     ratatui::restore();
-    let Some((facts, fork)) = chosen? else {
+    let Some((facts, fork, leaf)) = chosen? else {
         return Ok(ExitCode::SUCCESS);
     };
-    let mut cmd = handoff(&facts, fork);
+    let (id, fork) = match leaf {
+        None => (facts.session_id.clone(), fork),
+        Some(leaf) => {
+            // The client resumes only the active branch: copy this one into a new session.
+            let id = chainlog::writer::fork(&store, &facts.path, Some(&leaf))?;
+            eprintln!("chainlog: the branch ending at {leaf} was copied into session {id}");
+            (id, false)
+        }
+    };
+    let mut cmd = handoff(&id, facts.cwd.as_deref(), fork);
     let err = cmd.exec();
     Err(CliError::Out(std::io::Error::new(
         err.kind(),
@@ -91,29 +107,33 @@ pub fn run(cli: &Cli, a: &PickArgs) -> CliResult {
     )))
 }
 
-/// The program `claude`, or the one `$CHAINLOG_CLAUDE` names, resuming (or forking) the
-/// session in its working directory when that still exists.
-fn handoff(facts: &SessionFacts, fork: bool) -> Command {
+/// The program `claude`, or the one `$CHAINLOG_CLAUDE` names, resuming (or forking) session
+/// `id` in its working directory `cwd` when that still exists.
+fn handoff(id: &str, cwd: Option<&str>, fork: bool) -> Command {
     let program = std::env::var_os("CHAINLOG_CLAUDE")
         .filter(|p| !p.is_empty())
         .unwrap_or_else(|| "claude".into());
     let mut cmd = Command::new(program);
-    cmd.arg("--resume").arg(&facts.session_id);
+    cmd.arg("--resume").arg(id);
     if fork {
         cmd.arg("--fork-session");
     }
-    if let Some(cwd) = facts.cwd.as_deref().map(Path::new).filter(|p| p.is_dir()) {
+    if let Some(cwd) = cwd.map(Path::new).filter(|p| p.is_dir()) {
         cmd.current_dir(cwd);
     }
     cmd
 }
+
+/// What the user picked: the session, whether to fork it, and the leaf of the branch shown
+/// when it is not the active one.
+type Chosen = (SessionFacts, bool, Option<String>);
 
 /// Draws and reads keys until the user quits (`None`) or picks a session.
 fn event_loop(
     terminal: &mut ratatui::DefaultTerminal,
     picker: &mut Picker,
     store: &Store,
-) -> std::io::Result<Option<(SessionFacts, bool)>> {
+) -> std::io::Result<Option<Chosen>> {
     let now = now_ms();
     let mut last_key = Instant::now();
     loop {
@@ -152,7 +172,8 @@ fn event_loop(
             }
             Action::Resume { fork } => {
                 if let Some(f) = picker.selected() {
-                    return Ok(Some((f.clone(), fork)));
+                    let leaf = picker.shown_branch(&f.path);
+                    return Ok(Some((f.clone(), fork, leaf)));
                 }
             }
         }
@@ -209,6 +230,15 @@ impl Entry {
 /// The last messages of a session, or why they could not be read.
 type Preview = Result<Vec<(Role, String)>, String>;
 
+/// The branches of a session: the uuids (as written) of its leaves, oldest first, without
+/// parallel dead ends and sidechains; which one is active and which one the preview shows.
+#[derive(Debug, Default)]
+struct Branches {
+    leaves: Vec<String>,
+    active: usize,
+    shown: usize,
+}
+
 /// A full-text search running on another thread: what it was asked, and where its answer
 /// (the matching sessions, or why the search failed) arrives.
 struct Running {
@@ -226,7 +256,10 @@ struct Picker {
     /// Indices into the current listing that pass the filter.
     shown: Vec<usize>,
     selected: usize,
-    previews: HashMap<PathBuf, Preview>,
+    /// Previews by session and branch (`None`: the active one).
+    previews: HashMap<(PathBuf, Option<String>), Preview>,
+    /// Each previewed session's branches.
+    branches: HashMap<PathBuf, Branches>,
     /// Sessions whose messages match a filter (full-text search in the scope), by scope
     /// (`all`) and filter.
     hits: HashMap<(bool, String), HashSet<PathBuf>>,
@@ -248,6 +281,7 @@ impl Picker {
             shown: Vec::new(),
             selected: 0,
             previews: HashMap::new(),
+            branches: HashMap::new(),
             hits: HashMap::new(),
             search: None,
             progress: Arc::default(),
@@ -353,6 +387,8 @@ impl Picker {
                 self.filter.clear();
                 self.refilter();
             }
+            KeyCode::Left => self.switch_branch(-1),
+            KeyCode::Right => self.switch_branch(1),
             KeyCode::Down => self.step(1),
             KeyCode::Up => self.step(-1),
             KeyCode::PageDown => self.step(10),
@@ -440,14 +476,35 @@ impl Picker {
         !e.haystack.contains(&self.filter.to_lowercase())
     }
 
-    /// Reads the selected session's preview unless it is cached.
+    /// Moves the preview of the selected session to an older (`-1`) or newer (`1`) branch.
+    fn switch_branch(&mut self, by: isize) {
+        let Some(path) = self.selected().map(|f| f.path.clone()) else {
+            return;
+        };
+        if let Some(b) = self.branches.get_mut(&path) {
+            let last = b.leaves.len().saturating_sub(1);
+            b.shown = b.shown.saturating_add_signed(by).min(last);
+        }
+    }
+
+    /// The leaf of the branch the preview shows for `path`, when it is not the active one.
+    fn shown_branch(&self, path: &Path) -> Option<String> {
+        let b = self.branches.get(path)?;
+        (b.shown != b.active).then(|| b.leaves.get(b.shown).cloned())?
+    }
+
+    /// Reads the selected session's branches and the shown branch's preview unless cached.
     fn ensure_preview(&mut self, store: &Store) {
         let Some(path) = self.selected().map(|f| f.path.clone()) else {
             return;
         };
+        self.branches
+            .entry(path.clone())
+            .or_insert_with_key(|p| read_branches(store, p));
+        let leaf = self.shown_branch(&path);
         self.previews
-            .entry(path)
-            .or_insert_with_key(|p| read_preview(store, p));
+            .entry((path, leaf))
+            .or_insert_with_key(|(p, leaf)| read_preview(store, p, leaf.as_deref()));
     }
 
     /// One row of the list: title, relative time of the last message, message count.
@@ -533,11 +590,23 @@ impl Picker {
             f.render_stateful_widget(table, list, &mut state);
         }
 
+        self.draw_preview(f, preview);
+        f.render_widget(
+            Paragraph::new(HELP).style(Style::new().add_modifier(Modifier::DIM)),
+            help,
+        );
+    }
+
+    /// The preview pane: the last messages of the selected session's shown branch.
+    fn draw_preview(&self, f: &mut Frame, preview: ratatui::layout::Rect) {
         let (title, lines) = match self.selected() {
             None => (String::new(), Vec::new()),
             Some(s) => {
                 let height = usize::from(preview.height.saturating_sub(2));
-                let lines = match self.previews.get(&s.path) {
+                let lines = match self
+                    .previews
+                    .get(&(s.path.clone(), self.shown_branch(&s.path)))
+                {
                     None => Vec::new(),
                     Some(Err(e)) => vec![Line::from(format!("cannot read: {e}"))],
                     Some(Ok(msgs)) => msgs[msgs.len().saturating_sub(height)..]
@@ -553,26 +622,58 @@ impl Picker {
                         })
                         .collect(),
                 };
-                (format!(" {} · {} ", short(&s.session_id), s.title), lines)
+                let branch = self
+                    .branches
+                    .get(&s.path)
+                    .filter(|b| b.leaves.len() > 1)
+                    .map_or_else(String::new, |b| {
+                        let active = if b.shown == b.active {
+                            " (active)"
+                        } else {
+                            " (Enter copies it into a new session)"
+                        };
+                        format!(" · branch {}/{}{active}", b.shown + 1, b.leaves.len())
+                    });
+                (
+                    format!(" {} · {}{branch} ", short(&s.session_id), s.title),
+                    lines,
+                )
             }
         };
         f.render_widget(
             Paragraph::new(lines).block(Pane::bordered().title(title)),
             preview,
         );
-        f.render_widget(
-            Paragraph::new(HELP).style(Style::new().add_modifier(Modifier::DIM)),
-            help,
-        );
     }
 }
 
-/// The last messages of the session's active chain: role and first line of text (a tool call
-/// by its name); tool results, meta and non-message entries are left out.
-fn read_preview(store: &Store, path: &Path) -> Preview {
-    let conv = store
-        .conversation(path, &ResumeOptions::default())
-        .map_err(|e| e.to_string())?;
+/// The session's branches, from the index (none to switch between when it cannot answer).
+fn read_branches(store: &Store, path: &Path) -> Branches {
+    let Ok(Some((ans, report))) = store.leaf_report_from(path, ResolveOptions::default()) else {
+        return Branches::default();
+    };
+    let mut leaves: Vec<_> = report
+        .iter()
+        .filter(|l| !l.parallel && !l.sidechain)
+        .collect();
+    leaves.sort_by_key(|l| l.timestamp);
+    let active = leaves.iter().position(|l| l.active).unwrap_or(0);
+    Branches {
+        leaves: leaves.iter().map(|l| ans.names.name(l.uuid)).collect(),
+        active,
+        shown: active,
+    }
+}
+
+/// The last messages of the session's active chain (or of the branch ending at `leaf`): role
+/// and first line of text (a tool call by its name); tool results, meta and non-message
+/// entries are left out.
+fn read_preview(store: &Store, path: &Path, leaf: Option<&str>) -> Preview {
+    let opts = ResumeOptions {
+        leaf: leaf.map(str::to_owned),
+        ..ResumeOptions::default()
+    };
+    let conv = store.conversation(path, &opts).map_err(|e| e.to_string())?;
     let mut out: Vec<(Role, String)> = conv.messages().filter_map(|m| preview_line(&m)).collect();
     let cut = out.len().saturating_sub(PREVIEW_KEEP);
     out.drain(..cut);
@@ -689,10 +790,42 @@ mod tests {
                 .map(|a| a.to_string_lossy().into_owned())
                 .collect::<Vec<_>>()
         };
-        assert_eq!(args(&handoff(&f, false)), ["--resume", "b"]);
+        let cwd = f.cwd.as_deref();
+        assert_eq!(args(&handoff(&f.session_id, cwd, false)), ["--resume", "b"]);
         assert_eq!(
-            args(&handoff(&f, true)),
+            args(&handoff(&f.session_id, cwd, true)),
             ["--resume", "b", "--fork-session"]
+        );
+    }
+
+    #[test]
+    fn left_and_right_switch_the_branch_that_enter_resumes() {
+        let mut p = picker();
+        let path = p.selected().unwrap().path.clone();
+        p.branches.insert(
+            path.clone(),
+            Branches {
+                leaves: vec!["old".into(), "mid".into(), "new".into()],
+                active: 2,
+                shown: 2,
+            },
+        );
+        assert_eq!(
+            p.shown_branch(&path),
+            None,
+            "the active branch needs no copy"
+        );
+        press(&mut p, KeyCode::Right, KeyModifiers::NONE);
+        assert_eq!(p.shown_branch(&path), None, "there is no newer branch");
+        press(&mut p, KeyCode::Left, KeyModifiers::NONE);
+        assert_eq!(p.shown_branch(&path).as_deref(), Some("mid"));
+        for _ in 0..5 {
+            press(&mut p, KeyCode::Left, KeyModifiers::NONE);
+        }
+        assert_eq!(p.shown_branch(&path).as_deref(), Some("old"));
+        assert_eq!(
+            press(&mut p, KeyCode::Enter, KeyModifiers::NONE),
+            Action::Resume { fork: false }
         );
     }
 }

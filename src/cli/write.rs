@@ -39,7 +39,8 @@ pub struct AppendArgs {
 pub struct ForkArgs {
     /// The session to fork (id, path or title).
     pub session: String,
-    /// Cut the copied view after this message.
+    /// Cut the copied view after this message (a message on another branch: copy the chain
+    /// ending at it).
     #[arg(long, value_name = "UUID")]
     pub at: Option<String>,
     /// Look the session up in this project.
