@@ -356,6 +356,7 @@ fn quiet_hook() {
 
 /// `Database::create` in multi-writer mode: a bounded wait, and a panic on a damaged file
 /// turned into a corruption error ([`isolate`]).
+///
 /// Without fsync ([`super::unsynced`]) when the boot can be told, so that a machine crash
 /// invalidates every marker.
 fn create_isolated(path: &Path) -> std::result::Result<Database, DatabaseError> {
