@@ -191,6 +191,7 @@ fn print(cli: &Cli, conv: &Conversation, a: &ViewArgs, out: &mut impl Write) -> 
                 chainlog::Source::Index => "index",
                 chainlog::Source::Transcript(_) => "transcript",
             },
+            "materialised": ans.materialised,
         }});
         // Readable text stays text: its trailer goes to stderr.
         if format == Format::Text {

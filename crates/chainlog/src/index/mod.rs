@@ -19,6 +19,7 @@
 //! | [`state`] | the one encoder and decoder of the derived state; [`state::IndexFault`] |
 //! | [`query`] | the [`Graph`](crate::chain::Graph) of one file read row by row |
 //! | [`sidechains`] | the sidechain rows of one file (inline sub-agents) |
+//! | [`view`] | the materialised resume view: a default resume as one range read |
 //! | [`verify`] | compare index answers with a full scan |
 
 pub mod codec;
@@ -36,6 +37,7 @@ pub mod sidechains;
 pub mod state;
 pub mod unsynced;
 pub mod verify;
+pub mod view;
 pub mod wait;
 
 use std::cell::OnceCell;
@@ -93,6 +95,8 @@ pub struct Answer {
     pub cursor: u64,
     /// Where the answer came from.
     pub source: Source,
+    /// Read from the materialised resume view ([`view`]): one range read, no walk.
+    pub materialised: bool,
 }
 
 /// Transcripts and their index sidecars.
@@ -199,7 +203,8 @@ impl Store {
         let db_path = self.db_path(transcript);
         let stat = Stat::of(transcript)?;
         if let Some(ro) = open::open_read_only(&db_path)
-            && read_state(&ro, &Self::key(transcript)).is_some_and(|st| stat.unchanged(&st, false))
+            && read_state(&ro, &Self::key(transcript))
+                .is_some_and(|st| stat.unchanged(&st, false) && view_current(&ro, &st))
         {
             return Ok(CatchUp::default());
         }
@@ -218,7 +223,10 @@ impl Store {
         let stat = Stat::of(transcript)?;
         // Fast path: nothing changed since the last catch-up (a stat, no write transaction).
         match Self::state(db, &key) {
-            Ok(Some(st)) if stat.unchanged(&st, false) => return Ok((CatchUp::default(), st)),
+            Ok(Some(st)) if stat.unchanged(&st, false) => {
+                Self::refresh_view(db, &key, &st, transcript)?;
+                return Ok((CatchUp::default(), st));
+            }
             Ok(_) => {}
             Err(e) if e.is_damage() => db.start_over()?,
             Err(e) => return Err(db.err(e)),
@@ -228,6 +236,7 @@ impl Store {
             match ingest::catch_up(&txn, &key, transcript) {
                 Ok(done) => {
                     txn.commit().map_err(|e| db.err(e))?;
+                    Self::refresh_view(db, &key, &done.1, transcript)?;
                     return Ok(done);
                 }
                 Err(IngestError::Io(e)) => return Err(e),
@@ -243,6 +252,29 @@ impl Store {
             }
         }
         unreachable!("the loop returns")
+    }
+
+    /// Materialises the default resume answer of `st` ([`view`]) unless it is stored already:
+    /// the walk a resume would do, stored in its own transaction. A damaged index is left to
+    /// the query that follows (it rebuilds); the view is stored only while `st` is still the
+    /// file's state (another process may have caught up meanwhile).
+    fn refresh_view(db: &IndexDb, key: &str, st: &FileState, transcript: &Path) -> Result<()> {
+        if view_current(db.db(), st) {
+            return Ok(());
+        }
+        let Some(ans) = query(db.db(), st.clone(), transcript, view::OPTIONS, false)? else {
+            return Ok(());
+        };
+        let txn = db.begin_write().map_err(|e| db.err(e))?;
+        {
+            let files = txn.open_table(FILES).map_err(|e| db.err(e))?;
+            if ingest::file_state(&files, key).ok().flatten().as_ref() != Some(st) {
+                return Ok(());
+            }
+        }
+        view::store(&txn, st, &ans.resolution).map_err(|e| db.err(e))?;
+        txn.commit().map_err(|e| db.err(e))?;
+        Ok(())
     }
 
     fn state(db: &IndexDb, key: &str) -> Result<Option<FileState>, IndexFault> {
@@ -327,6 +359,20 @@ impl Store {
         })
     }
 
+    /// The materialised resume view of `transcript` as stored, for the state the index holds
+    /// (neither caught up first nor checked against the file): `None` when none is stored for
+    /// that state or the index cannot be read. [`verify`] compares it with a full scan.
+    pub fn materialised(&self, transcript: &Path) -> Result<Option<Answer>> {
+        let Some(ro) = open::open_read_only(&self.db_path(transcript)) else {
+            return Ok(None);
+        };
+        let Some(st) = read_state(&ro, &Self::key(transcript)) else {
+            return Ok(None);
+        };
+        let ans = query(&ro, st, transcript, view::OPTIONS, true)?;
+        Ok(ans.filter(|a| a.materialised))
+    }
+
     /// Resolves the chain of `transcript`, from the index when it can be used.
     pub fn resolve(&self, transcript: &Path, opts: ResolveOptions) -> Result<Answer> {
         match self.resolve_indexed(transcript, opts) {
@@ -361,7 +407,7 @@ impl Store {
         if let Some(ro) = open::open_read_only(&db_path) {
             let st = read_state(&ro, &key);
             if let Some(st) = st.filter(|st| stat.unchanged(st, false))
-                && let Some(a) = query(&ro, st, transcript, opts)?
+                && let Some(a) = query(&ro, st, transcript, opts, true)?
             {
                 return Ok(Some(a));
             }
@@ -369,7 +415,7 @@ impl Store {
         let mut db = IndexDb::open(&db_path)?;
         for _ in 0..2 {
             let (_, st) = Self::catch_up_in(&mut db, transcript)?;
-            if let Some(a) = query(db.db(), st, transcript, opts)? {
+            if let Some(a) = query(db.db(), st, transcript, opts, true)? {
                 return Ok(Some(a));
             }
             db.start_over()?;
@@ -398,6 +444,16 @@ fn project_slug(project: &Path) -> String {
     format!("{name}-{}", &hash.to_hex()[..16])
 }
 
+/// Whether the materialised view of `st` is stored (an unreadable one is not).
+fn view_current(db: &impl ReadableDatabase, st: &FileState) -> bool {
+    let Ok(txn) = wait::waiting(|| db.begin_read()) else {
+        return false;
+    };
+    guard::read("view", || txn.open_table(schema::VIEW))
+        .and_then(|t| view::is_current(&t, st))
+        .unwrap_or(false)
+}
+
 fn read_state(db: &impl ReadableDatabase, key: &str) -> Option<FileState> {
     let txn = wait::waiting(|| db.begin_read()).ok()?;
     let files = guard::read("files", || txn.open_table(FILES)).ok()?;
@@ -405,12 +461,14 @@ fn read_state(db: &impl ReadableDatabase, key: &str) -> Option<FileState> {
 }
 
 /// Answers from an index that is current for `st`; `None` when a stored value is damaged
-/// (the caller rebuilds), an error when the storage fails.
+/// (the caller rebuilds), an error when the storage fails. With `use_view`, an answer the
+/// materialised view holds ([`view::serves`]) is read from it instead of walked.
 fn query(
     db: &impl ReadableDatabase,
     st: FileState,
     transcript: &Path,
     opts: ResolveOptions,
+    use_view: bool,
 ) -> Result<Option<Answer>> {
     let err = |e: IndexFault| Error::Index {
         path: transcript.to_path_buf(),
@@ -419,6 +477,7 @@ fn query(
     let storage = |e: redb::Error| err(IndexFault::Storage(e));
     let txn = wait::waiting(|| db.begin_read()).map_err(|e| storage(e.into()))?;
     let f = st.file;
+    let view_st = (use_view && view::serves(&opts)).then(|| st.clone());
     let torn_tail = st.torn_tail;
     let cursor = st.indexed_len;
     let bad_count = st.bad_lines;
@@ -430,6 +489,27 @@ fn query(
         Err(e) if e.is_damage() => return Ok(None),
         Err(e) => return Err(err(e)),
     };
+    if let Some(view_st) = &view_st {
+        let stored = guard::read("view", || txn.open_table(schema::VIEW))
+            .and_then(|t| view::load(&t, view_st));
+        match stored {
+            Ok(Some(resolution)) => {
+                return Ok(Some(Answer {
+                    resolution,
+                    names,
+                    bad_lines,
+                    bad_line_count: bad_count,
+                    torn_tail,
+                    cursor,
+                    source: Source::Index,
+                    materialised: true,
+                }));
+            }
+            Ok(None) => {}
+            Err(e) if e.is_damage() => return Ok(None),
+            Err(e) => return Err(err(e)),
+        }
+    }
     let full_rows = OnceCell::new();
     let res = resolve_graph(&graph, opts, &names, || {
         if full_rows.get().is_none() {
@@ -457,6 +537,7 @@ fn query(
         torn_tail,
         cursor,
         source: Source::Index,
+        materialised: false,
     }))
 }
 
@@ -507,5 +588,6 @@ fn reference(transcript: &Path, opts: ResolveOptions, why: String) -> Result<Ans
         torn_tail: t.frame.torn_tail,
         cursor: t.frame.complete_len,
         source: Source::Transcript(why),
+        materialised: false,
     })
 }
