@@ -97,6 +97,9 @@ pub struct Answer {
     pub source: Source,
     /// Read from the materialised resume view ([`view`]): one range read, no walk.
     pub materialised: bool,
+    /// How the conversation of the materialised view ends (its lines were read when it was
+    /// stored): `None` when the answer was walked.
+    pub interrupt: Option<crate::resume::Interrupt>,
 }
 
 /// Transcripts and their index sidecars.
@@ -265,6 +268,15 @@ impl Store {
         let Some(ans) = query(db.db(), st.clone(), transcript, view::OPTIONS, false)? else {
             return Ok(());
         };
+        // How the conversation ends needs its lines: read once here, not at each resume. A
+        // file that changed under the read stores no view (the next catch-up does).
+        let Ok(entries) =
+            crate::resume::body::read_view(transcript, &ans.resolution.chain, &ans.names)
+        else {
+            return Ok(());
+        };
+        let interrupt = crate::resume::detect(&entries);
+        drop(entries);
         let txn = db.begin_write().map_err(|e| db.err(e))?;
         {
             let files = txn.open_table(FILES).map_err(|e| db.err(e))?;
@@ -272,7 +284,7 @@ impl Store {
                 return Ok(());
             }
         }
-        view::store(&txn, st, &ans.resolution).map_err(|e| db.err(e))?;
+        view::store(&txn, st, &ans.resolution, interrupt).map_err(|e| db.err(e))?;
         txn.commit().map_err(|e| db.err(e))?;
         Ok(())
     }
@@ -493,9 +505,10 @@ fn query(
         let stored = guard::read("view", || txn.open_table(schema::VIEW))
             .and_then(|t| view::load(&t, view_st));
         match stored {
-            Ok(Some(resolution)) => {
+            Ok(Some(stored)) => {
                 return Ok(Some(Answer {
-                    resolution,
+                    resolution: stored.resolution,
+                    interrupt: Some(stored.interrupt),
                     names,
                     bad_lines,
                     bad_line_count: bad_count,
@@ -538,6 +551,7 @@ fn query(
         cursor,
         source: Source::Index,
         materialised: false,
+        interrupt: None,
     }))
 }
 
@@ -589,5 +603,6 @@ fn reference(transcript: &Path, opts: ResolveOptions, why: String) -> Result<Ans
         cursor: t.frame.complete_len,
         source: Source::Transcript(why),
         materialised: false,
+        interrupt: None,
     })
 }

@@ -20,7 +20,10 @@ use super::codec::{decode, encode, key_of, tag, untag};
 use super::guard::read;
 use super::schema::{FileState, VIEW};
 use super::state::IndexFault;
-use crate::chain::{ChainBreak, ChainBridge, LeafRule, Link, Resolution, ResolveOptions, Stop, View};
+use crate::chain::{
+    ChainBreak, ChainBridge, LeafRule, Link, Resolution, ResolveOptions, Stop, View,
+};
+use crate::resume::Interrupt;
 use crate::transcript::envelope::Kind;
 use crate::transcript::frame::LinePos;
 use crate::transcript::id::Id;
@@ -73,7 +76,15 @@ struct Head {
     bridges: Vec<(Id, Id, Id, LinePos, i64)>,
     live: u64,
     session: Option<u64>,
+    /// How the view ends ([`Interrupt`]): 0 none, 1 an interrupted prompt, 2 a cut turn.
+    interrupt: u8,
 }
+
+const INTERRUPTS: [Interrupt; 3] = [
+    Interrupt::None,
+    Interrupt::InterruptedPrompt,
+    Interrupt::InterruptedTurn,
+];
 
 const RULES: [LeafRule; 5] = [
     LeafRule::Requested,
@@ -140,7 +151,7 @@ fn decode_link(b: &[u8]) -> Option<Link> {
     })
 }
 
-fn head_of(st: &FileState, res: &Resolution) -> Head {
+fn head_of(st: &FileState, res: &Resolution, interrupt: Interrupt) -> Head {
     Head {
         stamp: Stamp::of(st),
         len: u32::try_from(res.chain.len()).unwrap_or(u32::MAX),
@@ -161,21 +172,39 @@ fn head_of(st: &FileState, res: &Resolution) -> Head {
             .collect(),
         live: res.live as u64,
         session: res.session,
+        interrupt: INTERRUPTS.iter().position(|i| *i == interrupt).unwrap_or(0) as u8,
     }
 }
 
-/// Replaces the stored view of `st.file` with `res` (the answer of [`OPTIONS`] for `st`).
-pub fn store(txn: &WriteTransaction, st: &FileState, res: &Resolution) -> Result<(), redb::Error> {
+/// A view read back: the answer and how its conversation ends.
+pub struct Stored {
+    /// The answer of [`OPTIONS`].
+    pub resolution: Resolution,
+    /// [`crate::resume::detect`] of its lines.
+    pub interrupt: Interrupt,
+}
+
+/// Replaces the stored view of `st.file` with `res` (the answer of [`OPTIONS`] for `st`)
+/// whose lines end as `interrupt` says.
+pub fn store(
+    txn: &WriteTransaction,
+    st: &FileState,
+    res: &Resolution,
+    interrupt: Interrupt,
+) -> Result<(), redb::Error> {
     let f = st.file;
     let mut t = txn.open_table(VIEW)?;
     t.retain_in((f, 0)..=(f, u32::MAX), |_, _| false)?;
-    let head = head_of(st, res);
+    let head = head_of(st, res, interrupt);
     if head.len as usize != res.chain.len() || head.len == u32::MAX {
         return Ok(());
     }
     t.insert((f, 0), encode(&key_of(f, 0), &head).as_slice())?;
     for (n, link) in (1..).zip(&res.chain) {
-        t.insert((f, n), tag(&key_of(f, u64::from(n)), encode_link(link)).as_slice())?;
+        t.insert(
+            (f, n),
+            tag(&key_of(f, u64::from(n)), encode_link(link)).as_slice(),
+        )?;
     }
     Ok(())
 }
@@ -206,7 +235,7 @@ pub fn is_current(
 pub fn load(
     t: &impl ReadableTable<(u32, u32), &'static [u8]>,
     st: &FileState,
-) -> Result<Option<Resolution>, IndexFault> {
+) -> Result<Option<Stored>, IndexFault> {
     let f = st.file;
     let damaged = |what: String| IndexFault::damaged("view", what);
     let mut range = read("view", || t.range((f, 0)..=(f, u32::MAX)))?;
@@ -258,7 +287,10 @@ pub fn load(
         Some((2, at, _)) => Some(Stop::Cycle { at }),
         Some(_) => return Err(damaged("unknown walk end".into())),
     };
-    Ok(Some(Resolution {
+    let interrupt = *INTERRUPTS
+        .get(head.interrupt as usize)
+        .ok_or_else(|| damaged("unknown interrupt".into()))?;
+    let resolution = Resolution {
         leaf,
         chain,
         stop,
@@ -284,6 +316,10 @@ pub fn load(
         live: usize::try_from(head.live).map_err(|_| damaged("live count".into()))?,
         leaves: Vec::new(),
         session: head.session,
+    };
+    Ok(Some(Stored {
+        resolution,
+        interrupt,
     }))
 }
 
@@ -321,5 +357,6 @@ mod tests {
         for r in RULES {
             assert_eq!(RULES[rule_code(r) as usize], r);
         }
+        assert_eq!(INTERRUPTS.len(), 3, "a new interrupt needs a code");
     }
 }

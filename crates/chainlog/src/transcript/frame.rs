@@ -273,33 +273,42 @@ fn content_range(line: &[u8], offset: u64) -> Range<usize> {
 pub fn read_line(file: &File, path: &Path, pos: LinePos) -> Result<Vec<u8>> {
     let mut buf =
         vec![0; usize::try_from(pos.len).map_err(|_| Error::Changed { path: path.into() })?];
-    file.read_exact_at(&mut buf, pos.offset).map_err(|e| {
-        let position = Position {
-            path: path.into(),
-            line: pos.line,
-            byte_offset: pos.offset,
-        };
-        if e.kind() == std::io::ErrorKind::UnexpectedEof {
-            // The file is shorter than when it was resolved (a truncated tail).
-            Error::BadEntry {
-                position,
-                reason: "the file ends before this line; the file changed".into(),
-            }
-        } else {
-            Error::BadEntry {
-                position,
-                reason: format!("reading the line failed: {e}"),
-            }
-        }
-    })?;
-    if buf.last() != Some(&b'\n') {
-        return Err(Error::Changed { path: path.into() });
-    }
-    buf.pop();
-    let keep = content_range(&buf, pos.offset);
+    file.read_exact_at(&mut buf, pos.offset)
+        .map_err(|e| read_error(&e, path, pos))?;
+    let keep = content_of(&buf, path, pos)?;
     buf.truncate(keep.end);
     buf.drain(..keep.start);
     Ok(buf)
+}
+
+/// The error of a failed `pread` of the line at `pos`: a file that ends before it changed.
+pub fn read_error(e: &std::io::Error, path: &Path, pos: LinePos) -> Error {
+    let position = Position {
+        path: path.into(),
+        line: pos.line,
+        byte_offset: pos.offset,
+    };
+    if e.kind() == std::io::ErrorKind::UnexpectedEof {
+        // The file is shorter than when it was resolved (a truncated tail).
+        Error::BadEntry {
+            position,
+            reason: "the file ends before this line; the file changed".into(),
+        }
+    } else {
+        Error::BadEntry {
+            position,
+            reason: format!("reading the line failed: {e}"),
+        }
+    }
+}
+
+/// Where the content of the whole line `raw` (read at `pos`, its `\n` included) lies; a line
+/// that does not end where the index said changed.
+pub fn content_of(raw: &[u8], path: &Path, pos: LinePos) -> Result<Range<usize>> {
+    match raw.split_last() {
+        Some((b'\n', body)) => Ok(content_range(body, pos.offset)),
+        _ => Err(Error::Changed { path: path.into() }),
+    }
 }
 
 #[cfg(test)]
