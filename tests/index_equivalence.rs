@@ -85,7 +85,11 @@ fn assert_same(store: &Store, path: &Path, context: &str, every_leaf: bool) {
         );
         assert_eq!(got.source, Source::Index);
     }
-    // The default resume is read from the materialised view, and it is the same answer.
+    // After a resume (which stores it), the default resume is read from the materialised
+    // view, and it is the same answer.
+    store
+        .conversation(path, &chainlog::ResumeOptions::default())
+        .unwrap();
     let opts = ResolveOptions {
         leaf: None,
         view: View::Resume,

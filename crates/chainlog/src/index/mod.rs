@@ -100,6 +100,8 @@ pub struct Answer {
     /// How the conversation of the materialised view ends (its lines were read when it was
     /// stored): `None` when the answer was walked.
     pub interrupt: Option<crate::resume::Interrupt>,
+    /// The index state a walked answer of the index was computed for (to materialise it).
+    pub(crate) state: Option<FileState>,
 }
 
 /// Transcripts and their index sidecars.
@@ -206,8 +208,7 @@ impl Store {
         let db_path = self.db_path(transcript);
         let stat = Stat::of(transcript)?;
         if let Some(ro) = open::open_read_only(&db_path)
-            && read_state(&ro, &Self::key(transcript))
-                .is_some_and(|st| stat.unchanged(&st, false) && view_current(&ro, &st))
+            && read_state(&ro, &Self::key(transcript)).is_some_and(|st| stat.unchanged(&st, false))
         {
             return Ok(CatchUp::default());
         }
@@ -226,10 +227,7 @@ impl Store {
         let stat = Stat::of(transcript)?;
         // Fast path: nothing changed since the last catch-up (a stat, no write transaction).
         match Self::state(db, &key) {
-            Ok(Some(st)) if stat.unchanged(&st, false) => {
-                Self::refresh_view(db, &key, &st, transcript)?;
-                return Ok((CatchUp::default(), st));
-            }
+            Ok(Some(st)) if stat.unchanged(&st, false) => return Ok((CatchUp::default(), st)),
             Ok(_) => {}
             Err(e) if e.is_damage() => db.start_over()?,
             Err(e) => return Err(db.err(e)),
@@ -239,7 +237,6 @@ impl Store {
             match ingest::catch_up(&txn, &key, transcript) {
                 Ok(done) => {
                     txn.commit().map_err(|e| db.err(e))?;
-                    Self::refresh_view(db, &key, &done.1, transcript)?;
                     return Ok(done);
                 }
                 Err(IngestError::Io(e)) => return Err(e),
@@ -257,36 +254,34 @@ impl Store {
         unreachable!("the loop returns")
     }
 
-    /// Materialises the default resume answer of `st` ([`view`]) unless it is stored already:
-    /// the walk a resume would do, stored in its own transaction. A damaged index is left to
-    /// the query that follows (it rebuilds); the view is stored only while `st` is still the
-    /// file's state (another process may have caught up meanwhile).
-    fn refresh_view(db: &IndexDb, key: &str, st: &FileState, transcript: &Path) -> Result<()> {
-        if view_current(db.db(), st) {
-            return Ok(());
-        }
-        let Some(ans) = query(db.db(), st.clone(), transcript, view::OPTIONS, false)? else {
-            return Ok(());
-        };
-        // How the conversation ends needs its lines: read once here, not at each resume. A
-        // file that changed under the read stores no view (the next catch-up does).
-        let Ok(entries) =
-            crate::resume::body::read_view(transcript, &ans.resolution.chain, &ans.names)
-        else {
+    /// Stores `ans`, a walked answer of [`view::OPTIONS`] whose lines end as `interrupt` says,
+    /// as the materialised view of `transcript` ([`view`]), if the index still holds the state
+    /// it was computed for. A resume that walked stores its answer this way, so the next one
+    /// reads it; a catch-up never walks. Best effort: a failure leaves the walk to answer.
+    pub(crate) fn store_view(
+        &self,
+        transcript: &Path,
+        ans: &Answer,
+        interrupt: crate::resume::Interrupt,
+    ) -> Result<()> {
+        let Some(st) = ans.state.clone().filter(|_| !ans.materialised) else {
             return Ok(());
         };
-        let interrupt = crate::resume::detect(&entries);
-        drop(entries);
-        let txn = db.begin_write().map_err(|e| db.err(e))?;
-        {
-            let files = txn.open_table(FILES).map_err(|e| db.err(e))?;
-            if ingest::file_state(&files, key).ok().flatten().as_ref() != Some(st) {
-                return Ok(());
+        let t = transcript.to_path_buf();
+        let res = ans.resolution.clone();
+        self.bounded(transcript, move |s| {
+            let db = IndexDb::open(&s.db_path(&t))?;
+            let txn = db.begin_write().map_err(|e| db.err(e))?;
+            {
+                let files = txn.open_table(FILES).map_err(|e| db.err(e))?;
+                if ingest::file_state(&files, &Self::key(&t)).ok().flatten() != Some(st.clone()) {
+                    return Ok(());
+                }
             }
-        }
-        view::store(&txn, st, &ans.resolution, interrupt).map_err(|e| db.err(e))?;
-        txn.commit().map_err(|e| db.err(e))?;
-        Ok(())
+            view::store(&txn, &st, &res, interrupt).map_err(|e| db.err(e))?;
+            txn.commit().map_err(|e| db.err(e))?;
+            Ok(())
+        })
     }
 
     fn state(db: &IndexDb, key: &str) -> Result<Option<FileState>, IndexFault> {
@@ -456,16 +451,6 @@ fn project_slug(project: &Path) -> String {
     format!("{name}-{}", &hash.to_hex()[..16])
 }
 
-/// Whether the materialised view of `st` is stored (an unreadable one is not).
-fn view_current(db: &impl ReadableDatabase, st: &FileState) -> bool {
-    let Ok(txn) = wait::waiting(|| db.begin_read()) else {
-        return false;
-    };
-    guard::read("view", || txn.open_table(schema::VIEW))
-        .and_then(|t| view::is_current(&t, st))
-        .unwrap_or(false)
-}
-
 fn read_state(db: &impl ReadableDatabase, key: &str) -> Option<FileState> {
     let txn = wait::waiting(|| db.begin_read()).ok()?;
     let files = guard::read("files", || txn.open_table(FILES)).ok()?;
@@ -490,6 +475,7 @@ fn query(
     let txn = wait::waiting(|| db.begin_read()).map_err(|e| storage(e.into()))?;
     let f = st.file;
     let view_st = (use_view && view::serves(&opts)).then(|| st.clone());
+    let walked_st = view::serves(&opts).then(|| st.clone());
     let torn_tail = st.torn_tail;
     let cursor = st.indexed_len;
     let bad_count = st.bad_lines;
@@ -516,6 +502,7 @@ fn query(
                     cursor,
                     source: Source::Index,
                     materialised: true,
+                    state: None,
                 }));
             }
             Ok(None) => {}
@@ -552,6 +539,7 @@ fn query(
         source: Source::Index,
         materialised: false,
         interrupt: None,
+        state: walked_st,
     }))
 }
 
@@ -604,5 +592,6 @@ fn reference(transcript: &Path, opts: ResolveOptions, why: String) -> Result<Ans
         source: Source::Transcript(why),
         materialised: false,
         interrupt: None,
+        state: None,
     })
 }

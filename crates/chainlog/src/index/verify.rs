@@ -71,7 +71,7 @@ pub enum Difference {
         /// How the index's walk ended.
         index: String,
     },
-    /// No materialised resume view is stored for the indexed state after a catch-up.
+    /// No materialised resume view is stored for the indexed state after a resume.
     #[error("the resume view is not materialised")]
     NotMaterialised,
     /// Different skipped lines (their line numbers).
@@ -133,8 +133,9 @@ pub fn verify(store: &Store, transcript: &Path) -> Result<Vec<Difference>> {
             });
         }
     }
-    // The materialised resume view is a cache of the same answer: compare it too.
-    store.catch_up(transcript)?;
+    // The materialised resume view is a cache of the same answer: compare it too (a resume
+    // stores it when none is stored for the indexed state).
+    store.conversation(transcript, &crate::ResumeOptions::default())?;
     match store.materialised(transcript)? {
         None => diffs.push(Difference::NotMaterialised),
         Some(got) => {

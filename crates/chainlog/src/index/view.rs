@@ -8,10 +8,12 @@
 //! key-covering checksum of [`super::codec`], and the head records how many links follow, so a
 //! damaged value or key is caught ([`IndexFault::Damaged`]) instead of answered.
 //!
-//! The view is written after the catch-up that changed the file, in its own transaction, from
-//! the same walk a resume would do ([`super::query`]). A view whose stamp is not the file's
-//! current state (a process killed between the two commits, a newer catch-up) is not used:
-//! the resume walks as before, and the next catch-up writes it again.
+//! The view is written by a default resume that had to walk (the file changed, or no view was
+//! stored for its state): the walk and the read of its lines were needed for the answer
+//! anyway, and the view is their by-product, stored in its own transaction
+//! ([`super::Store::store_view`]). A catch-up never walks: it reads only new bytes. A view whose
+//! stamp is not the file's current state (appended since, or another process's newer
+//! catch-up) is not used: the resume walks as before and stores it again.
 
 use redb::{ReadableTable, WriteTransaction};
 use serde::{Deserialize, Serialize};
@@ -216,19 +218,6 @@ pub fn clear(txn: &WriteTransaction, f: u32) -> Result<(), redb::Error> {
     Ok(())
 }
 
-/// Whether a view computed for `st` is stored (only its head is read).
-pub fn is_current(
-    t: &impl ReadableTable<(u32, u32), &'static [u8]>,
-    st: &FileState,
-) -> Result<bool, IndexFault> {
-    let f = st.file;
-    let v = read("view", || {
-        Ok::<_, redb::StorageError>(t.get((f, 0))?.map(|v| v.value().to_vec()))
-    })?;
-    Ok(v.and_then(|v| decode::<Head>(&key_of(f, 0), &v))
-        .is_some_and(|h| h.stamp == Stamp::of(st)))
-}
-
 /// The stored view of `st`, read with one range scan; `None` when none was stored for this
 /// state of the file; [`IndexFault::Damaged`] when a value fails its checksum or links are
 /// missing.
@@ -326,6 +315,57 @@ pub fn load(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::index::Store;
+    use std::io::Write;
+
+    fn line(n: u64, parent: Option<u64>) -> String {
+        let id = |n: u64| format!("00000000-0000-4000-8000-{n:012x}");
+        let parent = parent.map_or("null".to_owned(), |p| format!("\"{}\"", id(p)));
+        let ty = if n % 2 == 1 { "user" } else { "assistant" };
+        format!(
+            r#"{{"parentUuid":{parent},"type":"{ty}","message":{{"role":"{ty}","content":"x"}},"uuid":"{}","sessionId":"s","timestamp":"2026-01-01T00:00:0{n}.000Z"}}"#,
+            id(n)
+        ) + "\n"
+    }
+
+    /// A view stored for an older state of the file (the file caught up since without a
+    /// resume) is not served: the answer is walked, and that resume stores the view again.
+    #[test]
+    fn a_view_of_an_older_state_is_not_served() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("p/t.jsonl");
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, line(1, None) + &line(2, Some(1))).unwrap();
+        let store = Store::new(dir.path().join("idx"));
+        let resume = || store.conversation(&path, &crate::ResumeOptions::default());
+        store.catch_up(&path).unwrap();
+        assert!(
+            store.materialised(&path).unwrap().is_none(),
+            "a catch-up walked"
+        );
+        resume().unwrap();
+        let stored = store
+            .materialised(&path)
+            .unwrap()
+            .expect("a view is stored");
+        assert_eq!(stored.resolution.chain.len(), 2);
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap();
+        f.write_all(line(3, Some(2)).as_bytes()).unwrap();
+        store.catch_up(&path).unwrap();
+        assert!(
+            store.materialised(&path).unwrap().is_none(),
+            "the view of the older state was served"
+        );
+        let walked = store.resolve_indexed(&path, OPTIONS).unwrap().unwrap();
+        assert!(!walked.materialised);
+        assert_eq!(walked.resolution.chain.len(), 3);
+        resume().unwrap();
+        let again = store.materialised(&path).unwrap().expect("stored again");
+        assert_eq!(again.resolution, walked.resolution);
+    }
 
     #[test]
     fn a_link_survives_its_record() {

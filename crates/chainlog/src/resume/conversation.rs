@@ -288,6 +288,11 @@ impl Store {
     ) -> Result<Conversation> {
         let p = self.pending_from(path, opts, no_index)?;
         let entries = read_view(path, &p.chain, &p.answer.names)?;
+        if !opts.strict && opts.at.is_none() {
+            // A default resume that walked: its answer and how it ends become the
+            // materialised view, so the next resume reads it (best effort).
+            let _ = self.store_view(path, &p.answer, detect(&entries));
+        }
         Ok(Conversation {
             path: p.path,
             answer: p.answer,
