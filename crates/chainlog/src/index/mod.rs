@@ -353,24 +353,20 @@ impl Store {
             let Some(ans) = s.resolve_indexed_unguarded(transcript, opts)? else {
                 return Ok(None);
             };
-            let db = IndexDb::open(&s.db_path(transcript))?;
-            let Some(st) = read_state(db.db(), &Self::key(transcript)) else {
-                return Ok(None);
-            };
-            let txn = db.begin_read().map_err(|e| db.err(e))?;
-            let graph = match IndexGraph::new(&txn, st) {
-                Ok(g) => g,
-                Err(e) if e.is_damage() => return Ok(None),
-                Err(e) => return Err(db.err(e)),
-            };
-            match leaf_report_graph(&graph, ans.resolution.leaf.map(|(id, _)| id)) {
-                Ok(report) => Ok(Some((ans, report))),
-                Err(e) if e.is_damage() => Ok(None),
-                Err(e) => Err(Error::Index {
-                    path: db.path.clone(),
-                    source: e,
-                }),
+            // The resolve caught the index up: a read-only open reads it (no write, no
+            // close commit) unless the sidecar cannot be trusted without its page check.
+            let db_path = s.db_path(transcript);
+            let key = Self::key(transcript);
+            let active = ans.resolution.leaf.map(|(id, _)| id);
+            let found = match open::open_read_only(&db_path) {
+                Some(ro) => leaf_rows(&ro, &key, active),
+                None => leaf_rows(IndexDb::open(&db_path)?.db(), &key, active),
             }
+            .map_err(|e| Error::Index {
+                path: db_path.clone(),
+                source: e,
+            })?;
+            Ok(found.map(|r| (ans, r)))
         })
     }
 
@@ -457,6 +453,25 @@ fn project_slug(project: &Path) -> String {
         .collect();
     let hash = blake3::hash(project.as_os_str().as_encoded_bytes());
     format!("{name}-{}", &hash.to_hex()[..16])
+}
+
+/// Every leaf of the file `key` with its chain length (`active`: the chosen leaf); `None` when
+/// the index has no state for it or turned out damaged.
+fn leaf_rows(
+    db: &impl ReadableDatabase,
+    key: &str,
+    active: Option<crate::transcript::id::Id>,
+) -> Result<Option<Vec<LeafInfo>>, IndexFault> {
+    let Some(st) = read_state(db, key) else {
+        return Ok(None);
+    };
+    let txn = wait::waiting(|| db.begin_read()).map_err(|e| IndexFault::Storage(e.into()))?;
+    let report = IndexGraph::new(&txn, st).and_then(|g| leaf_report_graph(&g, active));
+    match report {
+        Ok(r) => Ok(Some(r)),
+        Err(e) if e.is_damage() => Ok(None),
+        Err(e) => Err(e),
+    }
 }
 
 fn read_state(db: &impl ReadableDatabase, key: &str) -> Option<FileState> {

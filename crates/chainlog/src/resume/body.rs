@@ -11,6 +11,9 @@ use std::collections::VecDeque;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
+use std::sync::LazyLock;
+
+use memchr::memmem::Finder;
 
 use serde_json::Value;
 
@@ -156,6 +159,16 @@ fn entry(raw: Vec<u8>, link: &Link, names: &IdNames, path: &Path) -> Result<View
     })
 }
 
+/// The keys [`as_written`] looks for, their searchers built once.
+static UUID_KEY: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"\"uuid\":\""));
+static PARENT_KEY: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"\"parentUuid\":"));
+
+/// Whether `raw` holds the key `key` followed right away by `value`.
+fn names_at(raw: &[u8], key: &Finder<'_>, value: &[u8]) -> bool {
+    key.find_iter(raw)
+        .any(|at| raw[at + key.needle().len()..].starts_with(value))
+}
+
 /// Whether the line `raw` of `link` is handed over as written without a parse: the projections
 /// change nothing in it (its parent is kept, its usage is not zeroed, no upgrade step rewrites
 /// its type) and it names the expected uuid and parent in the compact form Claude Code writes.
@@ -167,13 +180,21 @@ fn as_written(raw: &[u8], link: &Link, names: &IdNames) -> bool {
     {
         return false;
     }
-    let uuid = format!("\"uuid\":\"{}\"", names.name(link.uuid));
-    let parent = match link.written_parent {
-        Some(p) => format!("\"parentUuid\":\"{}\"", names.name(p)),
-        None => "\"parentUuid\":null".to_owned(),
-    };
-    memchr::memmem::find(raw, uuid.as_bytes()).is_some()
-        && memchr::memmem::find(raw, parent.as_bytes()).is_some()
+    let mut want = names.name(link.uuid).into_bytes();
+    want.push(b'"');
+    if !names_at(raw, &UUID_KEY, &want) {
+        return false;
+    }
+    want.clear();
+    match link.written_parent {
+        Some(p) => {
+            want.push(b'"');
+            want.extend_from_slice(names.name(p).as_bytes());
+            want.push(b'"');
+        }
+        None => want.extend_from_slice(b"null"),
+    }
+    names_at(raw, &PARENT_KEY, &want)
 }
 
 /// What the projections make of a line.
