@@ -269,3 +269,55 @@ fn project_entry(
     }
     s.to_vec().map(Projected::Rewritten)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::transcript::envelope::Kind;
+    use crate::transcript::frame::LinePos;
+
+    const A: &str = "00000000-0000-4000-8000-00000000000a";
+    const B: &str = "00000000-0000-4000-8000-00000000000b";
+    const P: &str = "00000000-0000-4000-8000-00000000000c";
+
+    fn link(uuid: &str, parent: Option<&str>) -> Link {
+        let parent = parent.map(Id::from_text);
+        Link {
+            uuid: Id::from_text(uuid),
+            pos: LinePos { line: 1, offset: 0, len: 0 },
+            kind: Kind::User,
+            parent,
+            written_parent: parent,
+            spliced: false,
+            zero_usage: false,
+        }
+    }
+
+    fn accepted(raw: &str, l: &Link) -> bool {
+        matches!(
+            project(raw.as_bytes(), l, &IdNames::default()),
+            Some(Projected::AsWritten)
+        )
+    }
+
+    /// A line handed over without a parse must still be the expected message: another
+    /// uuid or another parent at the recorded offset is refused (the caller reports the file
+    /// changed, or the index damaged), whether the line names them compactly or not.
+    #[test]
+    fn a_line_that_is_not_the_expected_message_is_refused() {
+        let line = format!(r#"{{"parentUuid":"{P}","type":"user","message":{{"role":"user","content":"hi"}},"uuid":"{A}"}}"#);
+        assert!(as_written(line.as_bytes(), &link(A, Some(P)), &IdNames::default()));
+        assert!(accepted(&line, &link(A, Some(P))));
+        assert!(!accepted(&line, &link(B, Some(P))), "another uuid");
+        assert!(!accepted(&line, &link(A, Some(B))), "another parent");
+        assert!(!accepted(&line, &link(A, None)), "a root instead");
+        let root = format!(r#"{{"parentUuid":null,"type":"user","message":{{"role":"user","content":"hi"}},"uuid":"{A}"}}"#);
+        assert!(as_written(root.as_bytes(), &link(A, None), &IdNames::default()));
+        assert!(!accepted(&root, &link(A, Some(P))), "a parent instead of a root");
+        // Not in the compact form: parsed, and the parse decides.
+        let spaced = format!(r#"{{"parentUuid": "{P}", "type": "user", "uuid": "{A}"}}"#);
+        assert!(!as_written(spaced.as_bytes(), &link(A, Some(P)), &IdNames::default()));
+        assert!(accepted(&spaced, &link(A, Some(P))));
+        assert!(!accepted(&spaced, &link(B, Some(P))));
+    }
+}
