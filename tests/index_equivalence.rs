@@ -201,7 +201,15 @@ fn the_streamed_resume_prints_what_the_walk_and_the_scan_print() {
         let p = path.to_str().unwrap();
         for format in ["jsonl", "uuids"] {
             let run = |extra: &[&str]| {
-                let mut args = vec!["--index-dir", idx, "--json", "resume", p, "--format", format];
+                let mut args = vec![
+                    "--index-dir",
+                    idx,
+                    "--json",
+                    "resume",
+                    p,
+                    "--format",
+                    format,
+                ];
                 args.extend_from_slice(extra);
                 let o = util::chainlog(&args);
                 // Lines are handed over as written, invalid UTF-8 included.
@@ -232,7 +240,10 @@ fn the_streamed_resume_prints_what_the_walk_and_the_scan_print() {
             else {
                 panic!("{ctx}: no trailer");
             };
-            assert!(materialised, "{ctx}: the second resume was not read from the view");
+            assert!(
+                materialised,
+                "{ctx}: the second resume was not read from the view"
+            );
             streamed += 1;
             assert_eq!(read.1, walked.1, "{ctx}: streamed vs walked");
             assert_eq!(read.1, scanned.1, "{ctx}: streamed vs --no-index");

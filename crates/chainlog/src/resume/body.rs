@@ -125,11 +125,12 @@ impl Iterator for Lines<'_> {
     type Item = Result<ViewEntry>;
 
     fn next(&mut self) -> Option<Result<ViewEntry>> {
-        if self.ready.is_empty() && self.next < self.links.len() {
-            if let Err(e) = self.fill() {
-                self.next = self.links.len();
-                return Some(Err(e));
-            }
+        if self.ready.is_empty()
+            && self.next < self.links.len()
+            && let Err(e) = self.fill()
+        {
+            self.next = self.links.len();
+            return Some(Err(e));
         }
         self.ready.pop_front().map(Ok)
     }
@@ -284,7 +285,11 @@ mod tests {
         let parent = parent.map(Id::from_text);
         Link {
             uuid: Id::from_text(uuid),
-            pos: LinePos { line: 1, offset: 0, len: 0 },
+            pos: LinePos {
+                line: 1,
+                offset: 0,
+                len: 0,
+            },
             kind: Kind::User,
             parent,
             written_parent: parent,
@@ -305,18 +310,37 @@ mod tests {
     /// changed, or the index damaged), whether the line names them compactly or not.
     #[test]
     fn a_line_that_is_not_the_expected_message_is_refused() {
-        let line = format!(r#"{{"parentUuid":"{P}","type":"user","message":{{"role":"user","content":"hi"}},"uuid":"{A}"}}"#);
-        assert!(as_written(line.as_bytes(), &link(A, Some(P)), &IdNames::default()));
+        let line = format!(
+            r#"{{"parentUuid":"{P}","type":"user","message":{{"role":"user","content":"hi"}},"uuid":"{A}"}}"#
+        );
+        assert!(as_written(
+            line.as_bytes(),
+            &link(A, Some(P)),
+            &IdNames::default()
+        ));
         assert!(accepted(&line, &link(A, Some(P))));
         assert!(!accepted(&line, &link(B, Some(P))), "another uuid");
         assert!(!accepted(&line, &link(A, Some(B))), "another parent");
         assert!(!accepted(&line, &link(A, None)), "a root instead");
-        let root = format!(r#"{{"parentUuid":null,"type":"user","message":{{"role":"user","content":"hi"}},"uuid":"{A}"}}"#);
-        assert!(as_written(root.as_bytes(), &link(A, None), &IdNames::default()));
-        assert!(!accepted(&root, &link(A, Some(P))), "a parent instead of a root");
+        let root = format!(
+            r#"{{"parentUuid":null,"type":"user","message":{{"role":"user","content":"hi"}},"uuid":"{A}"}}"#
+        );
+        assert!(as_written(
+            root.as_bytes(),
+            &link(A, None),
+            &IdNames::default()
+        ));
+        assert!(
+            !accepted(&root, &link(A, Some(P))),
+            "a parent instead of a root"
+        );
         // Not in the compact form: parsed, and the parse decides.
         let spaced = format!(r#"{{"parentUuid": "{P}", "type": "user", "uuid": "{A}"}}"#);
-        assert!(!as_written(spaced.as_bytes(), &link(A, Some(P)), &IdNames::default()));
+        assert!(!as_written(
+            spaced.as_bytes(),
+            &link(A, Some(P)),
+            &IdNames::default()
+        ));
         assert!(accepted(&spaced, &link(A, Some(P))));
         assert!(!accepted(&spaced, &link(B, Some(P))));
     }
