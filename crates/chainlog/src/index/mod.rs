@@ -95,7 +95,8 @@ pub struct Answer {
     pub cursor: u64,
     /// Where the answer came from.
     pub source: Source,
-    /// Read from the materialised resume view ([`view`]): one range read, no walk.
+    /// Read from the materialised resume view (stored by an earlier resume): one range read,
+    /// no walk.
     pub materialised: bool,
     /// How the conversation of the materialised view ends (its lines were read when it was
     /// stored): `None` when the answer was walked.
@@ -372,7 +373,7 @@ impl Store {
 
     /// The materialised resume view of `transcript` as stored, for the state the index holds
     /// (neither caught up first nor checked against the file): `None` when none is stored for
-    /// that state or the index cannot be read. [`verify`] compares it with a full scan.
+    /// that state or the index cannot be read. `verify` compares it with a full scan.
     pub fn materialised(&self, transcript: &Path) -> Result<Option<Answer>> {
         let Some(ro) = open::open_read_only(&self.db_path(transcript)) else {
             return Ok(None);

@@ -54,7 +54,7 @@ pub fn read_view(path: &Path, links: &[Link], names: &IdNames) -> Result<Vec<Vie
 pub const BATCH: u64 = 1 << 20;
 
 /// The entries of `links` read in order ([`read_view`] one at a time): adjacent lines are read
-/// with one `pread` of up to [`BATCH`] bytes, so memory stays bounded by a batch and the
+/// with one `pread` of up to 1 MiB, so memory stays bounded by a batch and the
 /// longest line, whatever the view's length.
 pub struct Lines<'a> {
     file: File,
