@@ -511,59 +511,52 @@ fn query(
         Err(e) if e.is_damage() => return Ok(None),
         Err(e) => return Err(err(e)),
     };
-    if let Some(view_st) = &view_st {
-        let stored = guard::read("view", || txn.open_table(schema::VIEW))
-            .and_then(|t| view::load(&t, view_st));
-        match stored {
-            Ok(Some(stored)) => {
-                return Ok(Some(Answer {
-                    resolution: stored.resolution,
-                    interrupt: Some(stored.interrupt),
-                    names,
-                    bad_lines,
-                    bad_line_count: bad_count,
-                    torn_tail,
-                    cursor,
-                    source: Source::Index,
-                    materialised: true,
-                    state: None,
-                }));
-            }
-            Ok(None) => {}
+    let stored = match &view_st {
+        Some(view_st) => match guard::read("view", || txn.open_table(schema::VIEW))
+            .and_then(|t| view::load(&t, view_st))
+        {
+            Ok(stored) => stored,
             Err(e) if e.is_damage() => return Ok(None),
             Err(e) => return Err(err(e)),
-        }
-    }
-    let full_rows = OnceCell::new();
-    let res = resolve_graph(&graph, opts, &names, || {
-        if full_rows.get().is_none() {
-            let rows = guard::read("rows", || txn.open_table(ROWS))?;
-            let progress = guard::read("progress", || txn.open_table(PROGRESS))?;
-            let _ = full_rows.set(derive::load_rows(&rows, &progress, f)?);
-        }
-        let (rows, progress) = full_rows.get().expect("set above");
-        Ok(Tree::from_rows(rows, progress, Projection::Full))
-    });
-    let res = match res {
-        Ok(r) => r,
-        Err(e) if e.is_damage() => return Ok(None),
-        Err(e) => return Err(err(e)),
+        },
+        None => None,
     };
-    let res = res.map_err(|leaf| Error::UnknownLeaf {
-        path: transcript.to_path_buf(),
-        leaf,
-    })?;
+    let (resolution, interrupt, state) = match stored {
+        Some(stored) => (stored.resolution, Some(stored.interrupt), None),
+        None => {
+            let full_rows = OnceCell::new();
+            let res = resolve_graph(&graph, opts, &names, || {
+                if full_rows.get().is_none() {
+                    let rows = guard::read("rows", || txn.open_table(ROWS))?;
+                    let progress = guard::read("progress", || txn.open_table(PROGRESS))?;
+                    let _ = full_rows.set(derive::load_rows(&rows, &progress, f)?);
+                }
+                let (rows, progress) = full_rows.get().expect("set above");
+                Ok(Tree::from_rows(rows, progress, Projection::Full))
+            });
+            let res = match res {
+                Ok(r) => r,
+                Err(e) if e.is_damage() => return Ok(None),
+                Err(e) => return Err(err(e)),
+            };
+            let res = res.map_err(|leaf| Error::UnknownLeaf {
+                path: transcript.to_path_buf(),
+                leaf,
+            })?;
+            (res, None, walked_st)
+        }
+    };
     Ok(Some(Answer {
-        resolution: res,
+        resolution,
         names,
         bad_lines,
         bad_line_count: bad_count,
         torn_tail,
         cursor,
         source: Source::Index,
-        materialised: false,
-        interrupt: None,
-        state: walked_st,
+        materialised: interrupt.is_some(),
+        interrupt,
+        state,
     }))
 }
 
