@@ -352,7 +352,13 @@ impl Store {
     /// Every leaf of `transcript` with its chain length (`chainlog leaves`), from the index;
     /// `None` when the index turned out damaged.
     pub fn leaf_report(&self, transcript: &Path) -> Result<Option<(Answer, Vec<LeafInfo>)>> {
-        self.leaf_report_from(transcript, ResolveOptions::default())
+        self.leaf_report_from(
+            transcript,
+            ResolveOptions {
+                list_leaves: false,
+                ..ResolveOptions::default()
+            },
+        )
     }
 
     /// [`Store::leaf_report`] with the active leaf chosen by `opts` (a requested leaf).
