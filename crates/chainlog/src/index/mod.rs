@@ -541,30 +541,29 @@ fn query(
         },
         None => None,
     };
-    let (resolution, interrupt, state) = match stored {
-        Some(stored) => (stored.resolution, Some(stored.interrupt), None),
-        None => {
-            let full_rows = OnceCell::new();
-            let res = resolve_graph(&graph, opts, &names, || {
-                if full_rows.get().is_none() {
-                    let rows = guard::read("rows", || txn.open_table(ROWS))?;
-                    let progress = guard::read("progress", || txn.open_table(PROGRESS))?;
-                    let _ = full_rows.set(derive::load_rows(&rows, &progress, f)?);
-                }
-                let (rows, progress) = full_rows.get().expect("set above");
-                Ok(Tree::from_rows(rows, progress, Projection::Full))
-            });
-            let res = match res {
-                Ok(r) => r,
-                Err(e) if e.is_damage() => return Ok(None),
-                Err(e) => return Err(err(e)),
-            };
-            let res = res.map_err(|leaf| Error::UnknownLeaf {
-                path: transcript.to_path_buf(),
-                leaf,
-            })?;
-            (res, None, walked_st)
-        }
+    let (resolution, interrupt, state) = if let Some(stored) = stored {
+        (stored.resolution, Some(stored.interrupt), None)
+    } else {
+        let full_rows = OnceCell::new();
+        let res = resolve_graph(&graph, opts, &names, || {
+            if full_rows.get().is_none() {
+                let rows = guard::read("rows", || txn.open_table(ROWS))?;
+                let progress = guard::read("progress", || txn.open_table(PROGRESS))?;
+                let _ = full_rows.set(derive::load_rows(&rows, &progress, f)?);
+            }
+            let (rows, progress) = full_rows.get().expect("set above");
+            Ok(Tree::from_rows(rows, progress, Projection::Full))
+        });
+        let res = match res {
+            Ok(r) => r,
+            Err(e) if e.is_damage() => return Ok(None),
+            Err(e) => return Err(err(e)),
+        };
+        let res = res.map_err(|leaf| Error::UnknownLeaf {
+            path: transcript.to_path_buf(),
+            leaf,
+        })?;
+        (res, None, walked_st)
     };
     Ok(Some(Answer {
         resolution,
