@@ -334,3 +334,41 @@ fn silent_rot_never_changes_an_answer_or_panics() {
         assert_eq!((t.wrong, t.panics), (0, 0), "{kind:?}: {t:?}");
     }
 }
+
+/// A small sidecar damaged in place without a trace (each of its pages zeroed in turn) that
+/// then gains a new transcript is compacted after that index from zero: the compaction reads
+/// every page, and a redb panic there must start the sidecar over, not end the process. Both
+/// transcripts then answer like the full scan.
+#[test]
+fn a_silently_damaged_small_sidecar_gaining_a_transcript_is_compacted_without_a_panic() {
+    let (dir, path, store, db) = setup();
+    drop(store);
+    let clean = std::fs::read(&db).unwrap();
+    let other = dir
+        .path()
+        .join("projects/-p/66666666-6666-4666-8666-666666666666.jsonl");
+    let mut panics = 0;
+    for page in 0..clean.len() / 4096 {
+        let mut bytes = clean.clone();
+        bytes[page * 4096..(page + 1) * 4096].fill(0);
+        rot_in_place(&db, &bytes);
+        std::fs::copy(&path, &other).unwrap();
+        let store = Store::new(dir.path().join("index"));
+        let caught = catch_unwind(AssertUnwindSafe(|| {
+            let _ = store.catch_up(&other);
+            for p in [&path, &other] {
+                let t = Transcript::open(p).unwrap();
+                let want = resolve(&t, ResolveOptions::default()).unwrap();
+                let got = store.resolve(p, ResolveOptions::default()).unwrap();
+                assert_eq!(got.resolution, want, "page {page} zeroed");
+            }
+        }));
+        if caught.is_err() {
+            panics += 1;
+        }
+        std::fs::remove_file(&other).unwrap();
+        // The next page is zeroed in the clean file (one that was started over is fresh).
+        std::fs::write(&db, &clean).unwrap();
+    }
+    assert_eq!(panics, 0, "panics among {} zeroed pages", clean.len() / 4096);
+}

@@ -178,9 +178,18 @@ impl IndexDb {
         super::wait::waiting(|| self.db().begin_read())
     }
 
-    /// Gives freed pages back (best effort; a bounded wait: [`super::wait`]).
+    /// Gives freed pages back (best effort; a bounded wait: [`super::wait`]). redb panics on
+    /// some damaged pages ([`super::guard`]), and a compaction reads them all: one that panics
+    /// starts the file over (its handle is dropped in isolation too: the close commits).
     pub fn compact(&mut self) {
-        let _ = super::wait::waiting(|| self.db_mut().compact());
+        let done = isolate(|| {
+            let _ = super::wait::waiting(|| self.db_mut().compact());
+        });
+        if done.is_none() {
+            let handle = self.handle.take();
+            let _ = isolate(move || drop(handle));
+            let _ = self.start_over();
+        }
     }
 
     /// Wraps a redb error with this index's path.
