@@ -247,22 +247,24 @@ impl Store {
             Err(e) => return Err(db.err(e)),
         }
         for attempt in 0..2 {
-            let txn = db.begin_write().map_err(|e| db.err(e))?;
-            match ingest::catch_up(&txn, &key, transcript) {
-                Ok(done) => {
-                    txn.commit().map_err(|e| db.err(e))?;
-                    return Ok(done);
-                }
+            // redb panics on some damaged pages, writes included (see `guard`): a catch-up
+            // that does found the index damaged.
+            let done = open::isolate(|| {
+                let txn = db.begin_write().map_err(IngestError::from)?;
+                let done = ingest::catch_up(&txn, &key, transcript)?;
+                txn.commit()?;
+                Ok(done)
+            })
+            .unwrap_or(Err(IngestError::Damaged));
+            match done {
+                Ok(done) => return Ok(done),
                 Err(IngestError::Io(e)) => return Err(e),
                 Err(IngestError::Db(e)) if attempt > 0 => return Err(db.err(e)),
                 Err(IngestError::Damaged) if attempt > 0 => {
                     return Err(db.err("stored rows do not decode after a rebuild"));
                 }
-                Err(_) => {
-                    // Damaged: start this index over.
-                    drop(txn);
-                    db.start_over()?;
-                }
+                // Damaged: start this index over.
+                Err(_) => db.start_over()?,
             }
         }
         unreachable!("the loop returns")
@@ -293,8 +295,7 @@ impl Store {
                 let txn = db.begin_write().map_err(|e| db.err(e))?;
                 {
                     let files = txn.open_table(FILES).map_err(|e| db.err(e))?;
-                    if ingest::file_state(&files, &Self::key(&t)).ok().flatten()
-                        != Some(st.clone())
+                    if ingest::file_state(&files, &Self::key(&t)).ok().flatten() != Some(st.clone())
                     {
                         return Ok(());
                     }

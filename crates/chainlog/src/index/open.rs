@@ -136,7 +136,9 @@ impl IndexDb {
     /// so the reopen checks every page and recreates a file whose pages are damaged (bit rot
     /// the marker could not see), then every table is emptied.
     pub fn start_over(&mut self) -> Result<()> {
-        drop(self.handle.take());
+        // The close commits redb's allocator state, which may sit on a damaged page.
+        let handle = self.handle.take();
+        let _ = isolate(move || drop(handle));
         drop(self.live.take());
         let _ = std::fs::remove_file(marker_path(&self.path));
         let fresh = IndexDb::open(&self.path)?;
@@ -186,8 +188,6 @@ impl IndexDb {
             let _ = super::wait::waiting(|| self.db_mut().compact());
         });
         if done.is_none() {
-            let handle = self.handle.take();
-            let _ = isolate(move || drop(handle));
             let _ = self.start_over();
         }
     }
