@@ -29,7 +29,8 @@ use super::discover;
 use super::prompt;
 use crate::chain::{Link, Resolution, ResolveOptions, Transcript, View, resolve};
 use crate::error::{Error, Result};
-use crate::resume::{ViewEntry, read_view};
+use crate::resume::ViewEntry;
+use crate::resume::body::read_view_in;
 use crate::transcript::envelope::{Flags, Kind, hash64};
 use crate::transcript::id::Id;
 use crate::transcript::time::format_millis;
@@ -165,6 +166,85 @@ impl SessionFacts {
         }
         v
     }
+
+    /// The object `chainlog ls --json` prints, with `schema` last, written straight to `out`
+    /// (one line): the bytes of [`SessionFacts::to_listing_json`] with `schema` appended,
+    /// without building a `Value`. Facts that do not serialise (a path that is not UTF-8)
+    /// are `null`, as `to_listing_json` makes them.
+    pub fn write_listing_json(
+        &self,
+        out: &mut impl std::io::Write,
+        schema: u32,
+    ) -> std::io::Result<()> {
+        let row = ListingJson {
+            session_id: &self.session_id,
+            path: &self.path,
+            project_key: &self.project_key,
+            cwd: &self.cwd,
+            title: &self.title,
+            custom_title: &self.custom_title,
+            ai_title: &self.ai_title,
+            summary: &self.summary,
+            first_prompt: &self.first_prompt,
+            last_prompt: &self.last_prompt,
+            git_branch: &self.git_branch,
+            tag: &self.tag,
+            message_count: self.message_count,
+            created: &self.created,
+            modified: &self.modified,
+            file_modified: &self.file_modified,
+            bytes: self.bytes,
+            forked_from: &self.forked_from,
+            agents: self.agents,
+            inline_agents: self.inline_agents,
+            bad_lines: self.bad_lines,
+            pr_link: &self.pr_link,
+            leaf_uuid: &self.leaf_uuid,
+            sidechain: self.sidechain,
+            team_name: &self.team_name,
+            schema,
+        };
+        let mut line = Vec::with_capacity(1024);
+        if serde_json::to_writer(&mut line, &row).is_err() {
+            line.clear();
+            line.extend_from_slice(b"null");
+        }
+        line.push(b'\n');
+        out.write_all(&line)
+    }
+}
+
+/// [`SessionFacts`] as `ls --json` prints it: the fields in declaration order without the
+/// join fields, then `schema`.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ListingJson<'a> {
+    session_id: &'a str,
+    path: &'a Path,
+    project_key: &'a str,
+    cwd: &'a Option<String>,
+    title: &'a str,
+    custom_title: &'a Option<String>,
+    ai_title: &'a Option<String>,
+    summary: &'a Option<String>,
+    first_prompt: &'a Option<String>,
+    last_prompt: &'a Option<String>,
+    git_branch: &'a Option<String>,
+    tag: &'a Option<String>,
+    message_count: u64,
+    created: &'a Option<String>,
+    modified: &'a Option<String>,
+    file_modified: &'a Option<String>,
+    bytes: u64,
+    forked_from: &'a Option<ForkedFrom>,
+    agents: u64,
+    inline_agents: u64,
+    bad_lines: u64,
+    pr_link: &'a Option<PrLink>,
+    leaf_uuid: &'a Option<String>,
+    sidechain: bool,
+    team_name: &'a Option<String>,
+    schema: u32,
 }
 
 /// Scans a session file with the reference loader and computes its facts: the callback
@@ -209,7 +289,14 @@ pub fn session_facts(path: &Path, t: &Transcript, res: &Resolution) -> Result<Se
         .filter_map(|l| t.row(l.uuid).map(|r| r.head.timestamp))
         .filter(|&ts| ts != i64::MIN)
         .collect();
-    let reader = ChainReader { path, t, chain };
+    // One open for every line read by offset.
+    let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+    let reader = ChainReader {
+        path,
+        file: &file,
+        t,
+        chain,
+    };
     let first = reader.first_with(|v| v.get("cwd").is_some())?;
     let field = |v: &Option<Value>, k: &str| {
         v.as_ref()
@@ -249,7 +336,7 @@ pub fn session_facts(path: &Path, t: &Transcript, res: &Resolution) -> Result<Se
             .count() as u64,
         created: times.iter().min().and_then(|&ms| format_millis(ms)),
         modified: times.iter().max().and_then(|&ms| format_millis(ms)),
-        file_modified: file_mtime(path),
+        file_modified: file_mtime(&file),
         bytes: t.frame.complete_len + t.frame.torn_tail.map_or(0, |(_, len)| len),
         forked_from: first
             .as_ref()
@@ -266,7 +353,7 @@ pub fn session_facts(path: &Path, t: &Transcript, res: &Resolution) -> Result<Se
         agents: inline,
         inline_agents: inline,
         bad_lines: t.bad_lines.iter().filter(|b| b.problem.skipped()).count() as u64,
-        pr_link: pr_link(path, t, session)?,
+        pr_link: pr_link(path, &file, t, session)?,
         leaf_uuid: leaf.map(|id| t.names.name(id)),
         sidechain: all_sidechain,
         team_name: field(&first, "teamName"),
@@ -280,13 +367,19 @@ pub fn session_facts(path: &Path, t: &Transcript, res: &Resolution) -> Result<Se
 /// Reads chain lines by offset, one at a time.
 struct ChainReader<'a> {
     path: &'a Path,
+    file: &'a std::fs::File,
     t: &'a Transcript,
     chain: &'a [Link],
 }
 
 impl ChainReader<'_> {
     fn read(&self, link: &Link) -> Result<Option<Value>> {
-        let view: Vec<ViewEntry> = read_view(self.path, std::slice::from_ref(link), &self.t.names)?;
+        let view: Vec<ViewEntry> = read_view_in(
+            self.file,
+            self.path,
+            std::slice::from_ref(link),
+            &self.t.names,
+        )?;
         Ok(view.first().and_then(ViewEntry::value))
     }
 
@@ -380,12 +473,16 @@ fn foreign_summaries(t: &Transcript) -> Vec<ForeignSummary> {
 }
 
 /// The last `pr-link` of a session, read by offset.
-fn pr_link(path: &Path, t: &Transcript, session: u64) -> Result<Option<PrLink>> {
+fn pr_link(
+    path: &Path,
+    file: &std::fs::File,
+    t: &Transcript,
+    session: u64,
+) -> Result<Option<PrLink>> {
     let Some(r) = t.metadata.session_value("pr-link", session) else {
         return Ok(None);
     };
-    let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
-    let line = crate::transcript::frame::read_line(&file, path, r.pos)?;
+    let line = crate::transcript::frame::read_line(file, path, r.pos)?;
     let Some(v) = crate::resume::body::parse_value(&line) else {
         return Ok(None);
     };
@@ -397,8 +494,8 @@ fn pr_link(path: &Path, t: &Transcript, session: u64) -> Result<Option<PrLink>> 
     }))
 }
 
-fn file_mtime(path: &Path) -> Option<String> {
-    let m = std::fs::metadata(path).ok()?.modified().ok()?;
+fn file_mtime(file: &std::fs::File) -> Option<String> {
+    let m = file.metadata().ok()?.modified().ok()?;
     format_millis(chrono::DateTime::<chrono::Utc>::from(m).timestamp_millis())
 }
 
@@ -563,5 +660,29 @@ mod tests {
             assert!(listing.get(key).is_some(), "{key} missing");
         }
         assert!(listing.get("tips").is_none());
+    }
+
+    #[test]
+    fn listing_json_is_the_value_with_schema_byte_for_byte() {
+        let fork = r#","forkedFrom":{"sessionId":"22222222-2222-4222-8222-222222222222","messageUuid":null}"#;
+        let mut f = user(1, None, 1, r#""hello \"quoted\" ünï""#, fork);
+        writeln!(f, r#"{{"type":"pr-link","sessionId":"{S}","prNumber":7,"prUrl":"https://x/pull/7","prRepository":"o/r"}}"#).unwrap();
+        writeln!(f, r#"{{"type":"tag","tag":"t1","sessionId":"{S}"}}"#).unwrap();
+        for facts in [
+            facts_of(&f),
+            facts_of(""),
+            facts_of(&user(1, None, 1, r#""x""#, "")),
+        ] {
+            let mut v = facts.to_listing_json();
+            v.as_object_mut().unwrap().insert("schema".into(), 3.into());
+            let mut want = serde_json::to_vec(&v).unwrap();
+            want.push(b'\n');
+            let mut got = Vec::new();
+            facts.write_listing_json(&mut got, 3).unwrap();
+            assert_eq!(
+                String::from_utf8(got).unwrap(),
+                String::from_utf8(want).unwrap()
+            );
+        }
     }
 }

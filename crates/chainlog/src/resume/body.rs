@@ -41,10 +41,20 @@ pub fn parse_value(bytes: &[u8]) -> Option<Value> {
 /// Reads the lines of `links` from `path` and applies the projections.
 pub fn read_view(path: &Path, links: &[Link], names: &IdNames) -> Result<Vec<ViewEntry>> {
     let file = File::open(path).map_err(|e| Error::io(path, e))?;
+    read_view_in(&file, path, links, names)
+}
+
+/// [`read_view`] from `file`, already open on `path` (several reads share one open).
+pub fn read_view_in(
+    file: &File,
+    path: &Path,
+    links: &[Link],
+    names: &IdNames,
+) -> Result<Vec<ViewEntry>> {
     links
         .iter()
         .map(|link| {
-            let raw = read_line(&file, path, link.pos)?;
+            let raw = read_line(file, path, link.pos)?;
             let projected = project(&raw, link, names).ok_or_else(|| Error::BadEntry {
                 position: Position {
                     path: path.into(),
