@@ -197,7 +197,7 @@ fn benches(c: &mut Criterion) {
     let n = count();
     let files = tree(tmp.path(), n);
     let projects = tmp.path().join("projects");
-    let store = Store::open(tmp.path(), tmp.path().join("index"));
+    let store = Store::open(tmp.path(), tmp.path().join("index")).unwrap();
     assert_eq!(ls(&store), n, "every session listed");
 
     let mut g = c.benchmark_group("ls");
@@ -234,7 +234,7 @@ fn benches(c: &mut Criterion) {
                     let dir = tmp.path().join(format!("cold-{cold_no}"));
                     let _ =
                         std::fs::remove_dir_all(tmp.path().join(format!("cold-{}", cold_no - 1)));
-                    Store::open(tmp.path(), dir)
+                    Store::open(tmp.path(), dir).unwrap()
                 },
                 |s| ls(&s),
             )

@@ -154,3 +154,39 @@ fn listing_after_index_reads_no_transcript() {
         String::from_utf8(want).unwrap()
     );
 }
+
+/// A cold listing reads a small transcript with one `read` and cuts its chain lines from
+/// those bytes: the facts equal those computed from the reference scan with every line read
+/// by offset (the real corpus and the fixtures: torn tails, NUL runs, bad lines, A5 cases).
+#[test]
+fn facts_from_whole_reads_equal_facts_from_reads_by_offset() {
+    use chainlog::discovery::session_facts;
+    use chainlog::reference::{ResolveOptions, Transcript, View, resolve};
+    let mut files = util::files_ending(&real_dir(), ".jsonl");
+    files.extend(util::files_ending(
+        &util::manifest_dir().join("fixtures"),
+        ".jsonl",
+    ));
+    let mut compared = 0;
+    for p in &files {
+        let t = Transcript::open(p).unwrap();
+        let Ok(res) = resolve(
+            &t,
+            ResolveOptions {
+                leaf: None,
+                view: View::Full,
+                list_leaves: false,
+            },
+        ) else {
+            continue;
+        };
+        let by_offset = session_facts(p, &t, &res);
+        let whole = scan_session_facts(p);
+        match (by_offset, whole) {
+            (Ok(a), Ok(b)) => assert_eq!(a, b, "{}", p.display()),
+            (a, b) => assert_eq!(a.is_ok(), b.is_ok(), "{}: {a:?} / {b:?}", p.display()),
+        }
+        compared += 1;
+    }
+    assert!(compared >= 40, "{compared} files compared");
+}

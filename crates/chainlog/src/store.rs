@@ -114,7 +114,7 @@ impl Store {
             .cloned()
             .collect();
         let mut cache = FactsCache::new(self);
-        cache.prefetch(&sessions);
+        cache.facts_all(&sessions);
         let rows = ListingRows {
             scanned: cache.scanned,
             current: cache.cached,

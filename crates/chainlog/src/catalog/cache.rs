@@ -12,7 +12,7 @@
 //! reads no transcript. Title and prefix lookups (`target`), `pick` and the writers read the
 //! same rows through this cache: there is one way to compute a session's facts.
 //!
-//! Many files at once ([`FactsCache::prefetch`]) scan the changed ones on a few threads.
+//! Many files at once ([`FactsCache::facts_all`]) scan the changed ones on a few threads.
 
 use std::collections::HashMap;
 use std::ffi::OsString;
@@ -78,8 +78,9 @@ impl Row {
 
 #[derive(Default)]
 struct Slot {
-    /// Every row of the sidecar, read with one range scan when the slot is first used.
-    rows: HashMap<String, Box<[u8]>>,
+    /// Every row of the sidecar in key order, read with one range scan when the slot is
+    /// first used.
+    rows: Vec<(Box<str>, Box<[u8]>)>,
     opened: bool,
     pending: Vec<(String, Vec<u8>)>,
 }
@@ -89,11 +90,7 @@ enum Probe {
     /// The row is current.
     Hit(SessionFacts),
     /// No current row: scan the file.
-    Miss {
-        stat: Stat,
-        key: String,
-        slot: usize,
-    },
+    Miss { stat: Stat, key: String },
 }
 
 /// Facts of many sessions, from the listing table where it is current.
@@ -103,8 +100,6 @@ pub struct FactsCache<'s> {
     /// Folder (as given) → (its slot, its canonical path): one `canonicalize` per folder.
     /// Keyed by the raw bytes: hashing a `Path` walks its components.
     dirs: HashMap<OsString, (usize, PathBuf)>,
-    /// Answers computed by [`FactsCache::prefetch`], taken by [`FactsCache::facts`].
-    ready: HashMap<OsString, Result<SessionFacts>>,
     /// Transcripts scanned because their row was missing or stale.
     pub scanned: u64,
     /// Facts answered from the listing table.
@@ -118,7 +113,6 @@ impl<'s> FactsCache<'s> {
             store,
             slots: Vec::new(),
             dirs: HashMap::new(),
-            ready: HashMap::new(),
             scanned: 0,
             cached: 0,
         }
@@ -127,70 +121,63 @@ impl<'s> FactsCache<'s> {
     /// The facts of the session at `path`: a `stat` and a row of the range scan when it did
     /// not change.
     pub fn facts(&mut self, path: &Path) -> Result<SessionFacts> {
-        if let Some(r) = self.ready.remove(path.as_os_str()) {
-            return r;
-        }
-        match self.probe(path)? {
+        let (slot, key) = self.locate(path);
+        match probe(&self.slots[slot].1.rows, path, key)? {
             Probe::Hit(f) => {
                 self.cached += 1;
                 Ok(f)
             }
-            Probe::Miss { stat, key, slot } => {
+            Probe::Miss { stat, key } => {
                 let (facts, checked_at_ns) = scan(path, stat);
                 self.record(slot, key, stat, checked_at_ns, facts)
             }
         }
     }
 
-    /// Answers `paths` ahead of [`FactsCache::facts`]: the files whose row is missing or stale
-    /// are scanned on up to `available_parallelism` threads. Errors are left for `facts` to
-    /// report.
-    pub fn prefetch(&mut self, paths: &[PathBuf]) {
+    /// The facts of each of `paths`, in order. The files are checked against their rows on
+    /// up to `available_parallelism` threads, and those whose row is missing or stale are
+    /// scanned likewise.
+    pub fn facts_all(&mut self, paths: &[PathBuf]) -> Vec<Result<SessionFacts>> {
+        let located: Vec<(&PathBuf, usize, String)> = paths
+            .iter()
+            .map(|p| {
+                let (slot, key) = self.locate(p);
+                (p, slot, key)
+            })
+            .collect();
+        let slots = &self.slots;
+        let probed = par_map(located, 256, |(path, slot, key)| {
+            (slot, path, probe(&slots[slot].1.rows, path, key))
+        });
+        let mut out: Vec<Option<Result<SessionFacts>>> = Vec::with_capacity(paths.len());
         let mut misses = Vec::new();
-        for path in paths {
-            match self.probe(path) {
+        for (i, (slot, path, probe)) in probed.into_iter().enumerate() {
+            out.push(match probe {
                 Ok(Probe::Hit(f)) => {
                     self.cached += 1;
-                    self.ready.insert(path.as_os_str().to_owned(), Ok(f));
+                    Some(Ok(f))
                 }
-                Ok(Probe::Miss { stat, key, slot }) => misses.push((path, stat, key, slot)),
-                Err(_) => {}
-            }
+                Ok(Probe::Miss { stat, key }) => {
+                    misses.push((i, path, stat, key, slot));
+                    None
+                }
+                Err(e) => Some(Err(e)),
+            });
         }
-        let threads = std::thread::available_parallelism()
-            .map_or(1, std::num::NonZero::get)
-            .min(misses.len().div_ceil(4))
-            .max(1);
-        let scanned: Vec<(Result<SessionFacts>, Option<i128>)> = if threads == 1 {
-            misses.iter().map(|(p, s, _, _)| scan(p, *s)).collect()
-        } else {
-            let per = misses.len().div_ceil(threads);
-            std::thread::scope(|sc| {
-                let handles: Vec<_> = misses
-                    .chunks(per)
-                    .map(|chunk| {
-                        sc.spawn(move || {
-                            chunk
-                                .iter()
-                                .map(|(p, s, _, _)| scan(p, *s))
-                                .collect::<Vec<_>>()
-                        })
-                    })
-                    .collect();
-                handles
-                    .into_iter()
-                    .flat_map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
-                    .collect()
-            })
-        };
-        for ((path, stat, key, slot), (facts, checked_at_ns)) in misses.into_iter().zip(scanned) {
-            let r = self.record(slot, key, stat, checked_at_ns, facts);
-            self.ready.insert(path.as_os_str().to_owned(), r);
+        let scanned = par_map(misses, 4, |(i, path, stat, key, slot)| {
+            let (facts, checked_at_ns) = scan(path, stat);
+            (i, stat, key, slot, facts, checked_at_ns)
+        });
+        for (i, stat, key, slot, facts, checked_at_ns) in scanned {
+            out[i] = Some(self.record(slot, key, stat, checked_at_ns, facts));
         }
+        out.into_iter()
+            .map(|r| r.unwrap_or_else(|| unreachable!("every path is answered")))
+            .collect()
     }
 
-    fn probe(&mut self, path: &Path) -> Result<Probe> {
-        let stat = Stat::of(path)?;
+    /// The slot of `path`'s sidecar (its rows read on first use) and the key of its row.
+    fn locate(&mut self, path: &Path) -> (usize, String) {
         let parent = path.parent().unwrap_or(Path::new(""));
         let slot_no = if let Some((n, _)) = self.dirs.get(parent.as_os_str()) {
             *n
@@ -220,19 +207,7 @@ impl<'s> FactsCache<'s> {
                 .flatten()
                 .unwrap_or_default();
         }
-        if let Some(bytes) = slot.rows.get(&key)
-            && let Some((row, facts)) = Row::header(&key, bytes)
-            && row.stat == stat
-            && settled(row.stat.mtime_ns, row.checked_at_ns)
-            && let Ok(facts) = rmp_serde::from_slice::<SessionFacts>(facts)
-        {
-            return Ok(Probe::Hit(facts));
-        }
-        Ok(Probe::Miss {
-            stat,
-            key,
-            slot: slot_no,
-        })
+        (slot_no, key)
     }
 
     /// Counts a scan and queues its row (only facts of a file that did not change while it
@@ -279,9 +254,60 @@ impl FactsSource for FactsCache<'_> {
         FactsCache::facts(self, path)
     }
 
-    fn prefetch(&mut self, paths: &[PathBuf]) {
-        FactsCache::prefetch(self, paths);
+    fn facts_all(&mut self, paths: &[PathBuf]) -> Vec<Result<SessionFacts>> {
+        FactsCache::facts_all(self, paths)
     }
+}
+
+/// Stats `path` and checks its row among `rows` (sorted by key).
+fn probe(rows: &[(Box<str>, Box<[u8]>)], path: &Path, key: String) -> Result<Probe> {
+    let stat = Stat::of(path)?;
+    if let Ok(at) = rows.binary_search_by(|(k, _)| (**k).cmp(key.as_str()))
+        && let Some((row, facts)) = Row::header(&key, &rows[at].1)
+        && row.stat == stat
+        && settled(row.stat.mtime_ns, row.checked_at_ns)
+        && let Ok(facts) = rmp_serde::from_slice::<SessionFacts>(facts)
+    {
+        return Ok(Probe::Hit(facts));
+    }
+    Ok(Probe::Miss { stat, key })
+}
+
+/// `f` over `items` in order, on up to `available_parallelism` threads, each taking at least
+/// `min_per_thread` items.
+fn par_map<T: Send, R: Send>(
+    items: Vec<T>,
+    min_per_thread: usize,
+    f: impl Fn(T) -> R + Sync,
+) -> Vec<R> {
+    let threads = std::thread::available_parallelism()
+        .map_or(1, std::num::NonZero::get)
+        .min(items.len() / min_per_thread.max(1))
+        .max(1);
+    if threads == 1 {
+        return items.into_iter().map(f).collect();
+    }
+    let per = items.len().div_ceil(threads);
+    let mut chunks: Vec<Vec<T>> = Vec::with_capacity(threads);
+    let mut items = items.into_iter();
+    loop {
+        let chunk: Vec<T> = items.by_ref().take(per).collect();
+        if chunk.is_empty() {
+            break;
+        }
+        chunks.push(chunk);
+    }
+    let f = &f;
+    std::thread::scope(|sc| {
+        let handles: Vec<_> = chunks
+            .into_iter()
+            .map(|chunk| sc.spawn(move || chunk.into_iter().map(f).collect::<Vec<R>>()))
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+            .collect()
+    })
 }
 
 /// Scans `path` (whose stat was `stat`): its facts, and when the scan started if the file
@@ -294,15 +320,15 @@ fn scan(path: &Path, stat: Stat) -> (Result<SessionFacts>, Option<i128>) {
 }
 
 /// Every row of a sidecar's `listing` table: one read transaction, one range scan.
-fn read_rows(db_path: &Path) -> Option<HashMap<String, Box<[u8]>>> {
+fn read_rows(db_path: &Path) -> Option<Vec<(Box<str>, Box<[u8]>)>> {
     let db = open::open_read_only(db_path)?;
     let txn = crate::index::wait::waiting(|| db.begin_read()).ok()?;
     crate::index::guard::read("listing", || {
         let t = txn.open_table(LISTING)?;
-        let mut rows = HashMap::with_capacity(usize::try_from(t.len()?).unwrap_or(0));
+        let mut rows = Vec::with_capacity(usize::try_from(t.len()?).unwrap_or(0));
         for entry in t.iter()? {
             let (k, v) = entry?;
-            rows.insert(k.value().to_owned(), Box::from(v.value()));
+            rows.push((Box::from(k.value()), Box::from(v.value())));
         }
         Ok::<_, redb::Error>(rows)
     })

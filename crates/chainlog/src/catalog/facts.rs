@@ -29,8 +29,7 @@ use super::discover;
 use super::prompt;
 use crate::chain::{Link, Resolution, ResolveOptions, Transcript, View, resolve};
 use crate::error::{Error, Result};
-use crate::resume::ViewEntry;
-use crate::resume::body::read_view_in;
+use crate::resume::body::view_entry;
 use crate::transcript::envelope::{Flags, Kind, hash64};
 use crate::transcript::id::Id;
 use crate::transcript::time::format_millis;
@@ -247,10 +246,27 @@ struct ListingJson<'a> {
     schema: u32,
 }
 
+/// Files up to this size are read with one `read` and framed in memory (the chunked reader
+/// starts with a 4 MiB buffer); their chain lines are then cut from the same bytes.
+const READ_WHOLE: u64 = 1 << 20;
+
 /// Scans a session file with the reference loader and computes its facts: the callback
 /// `chainlog` passes to [`super::list::list_sessions`] when no index answers.
 pub fn scan_session_facts(path: &Path) -> Result<SessionFacts> {
-    let t = Transcript::open(path).map_err(|e| Error::io(path, e))?;
+    let mut file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+    let meta = file.metadata().map_err(|e| Error::io(path, e))?;
+    let (t, bytes) = if meta.len() <= READ_WHOLE {
+        let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0) + 1);
+        std::io::Read::read_to_end(&mut file, &mut bytes).map_err(|e| Error::io(path, e))?;
+        let mut t = Transcript::scan_bytes(&bytes);
+        t.path = Some(path.to_path_buf());
+        (t, Some(bytes))
+    } else {
+        (
+            Transcript::open(path).map_err(|e| Error::io(path, e))?,
+            None,
+        )
+    };
     let res = resolve(
         &t,
         ResolveOptions {
@@ -260,7 +276,11 @@ pub fn scan_session_facts(path: &Path) -> Result<SessionFacts> {
         },
     )
     .map_err(|e| Error::NotFound(format!("{}: {e}", path.display())))?;
-    session_facts(path, &t, &res)
+    let lines = match &bytes {
+        Some(b) => Lines::Bytes(b),
+        None => Lines::File(&file),
+    };
+    facts_from(path, &t, &res, &lines, &meta)
 }
 
 /// The facts of one session file (format.md §A6) from its scan and resolution.
@@ -269,6 +289,34 @@ pub fn scan_session_facts(path: &Path) -> Result<SessionFacts> {
 /// prompt and the count describe the whole conversation rather than the part after the last
 /// compaction. Only lines of the chain (and the `pr-link` entry) are read, by offset.
 pub fn session_facts(path: &Path, t: &Transcript, res: &Resolution) -> Result<SessionFacts> {
+    let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+    let meta = file.metadata().map_err(|e| Error::io(path, e))?;
+    facts_from(path, t, res, &Lines::File(&file), &meta)
+}
+
+/// Where chain lines are read from: the open file (by offset), or its bytes read whole.
+enum Lines<'a> {
+    File(&'a std::fs::File),
+    Bytes(&'a [u8]),
+}
+
+impl Lines<'_> {
+    fn line(&self, path: &Path, pos: crate::transcript::frame::LinePos) -> Result<Vec<u8>> {
+        match self {
+            Lines::File(f) => crate::transcript::frame::read_line(f, path, pos),
+            Lines::Bytes(b) => crate::transcript::frame::line_in(b, path, pos),
+        }
+    }
+}
+
+/// [`session_facts`] with the chain lines from `lines` and the file's metadata `meta`.
+fn facts_from(
+    path: &Path,
+    t: &Transcript,
+    res: &Resolution,
+    lines: &Lines<'_>,
+    meta: &std::fs::Metadata,
+) -> Result<SessionFacts> {
     let stem = path
         .file_stem()
         .and_then(|s| s.to_str())
@@ -289,11 +337,9 @@ pub fn session_facts(path: &Path, t: &Transcript, res: &Resolution) -> Result<Se
         .filter_map(|l| t.row(l.uuid).map(|r| r.head.timestamp))
         .filter(|&ts| ts != i64::MIN)
         .collect();
-    // One open for every line read by offset.
-    let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
     let reader = ChainReader {
         path,
-        file: &file,
+        lines,
         t,
         chain,
     };
@@ -336,7 +382,7 @@ pub fn session_facts(path: &Path, t: &Transcript, res: &Resolution) -> Result<Se
             .count() as u64,
         created: times.iter().min().and_then(|&ms| format_millis(ms)),
         modified: times.iter().max().and_then(|&ms| format_millis(ms)),
-        file_modified: file_mtime(&file),
+        file_modified: file_mtime(meta),
         bytes: t.frame.complete_len + t.frame.torn_tail.map_or(0, |(_, len)| len),
         forked_from: first
             .as_ref()
@@ -353,7 +399,7 @@ pub fn session_facts(path: &Path, t: &Transcript, res: &Resolution) -> Result<Se
         agents: inline,
         inline_agents: inline,
         bad_lines: t.bad_lines.iter().filter(|b| b.problem.skipped()).count() as u64,
-        pr_link: pr_link(path, &file, t, session)?,
+        pr_link: pr_link(path, lines, t, session)?,
         leaf_uuid: leaf.map(|id| t.names.name(id)),
         sidechain: all_sidechain,
         team_name: field(&first, "teamName"),
@@ -367,20 +413,15 @@ pub fn session_facts(path: &Path, t: &Transcript, res: &Resolution) -> Result<Se
 /// Reads chain lines by offset, one at a time.
 struct ChainReader<'a> {
     path: &'a Path,
-    file: &'a std::fs::File,
+    lines: &'a Lines<'a>,
     t: &'a Transcript,
     chain: &'a [Link],
 }
 
 impl ChainReader<'_> {
     fn read(&self, link: &Link) -> Result<Option<Value>> {
-        let view: Vec<ViewEntry> = read_view_in(
-            self.file,
-            self.path,
-            std::slice::from_ref(link),
-            &self.t.names,
-        )?;
-        Ok(view.first().and_then(ViewEntry::value))
+        let raw = self.lines.line(self.path, link.pos)?;
+        Ok(view_entry(raw, self.path, link, &self.t.names)?.value())
     }
 
     /// The first chain entry satisfying `want` (or the first entry when none does, within a
@@ -473,16 +514,11 @@ fn foreign_summaries(t: &Transcript) -> Vec<ForeignSummary> {
 }
 
 /// The last `pr-link` of a session, read by offset.
-fn pr_link(
-    path: &Path,
-    file: &std::fs::File,
-    t: &Transcript,
-    session: u64,
-) -> Result<Option<PrLink>> {
+fn pr_link(path: &Path, lines: &Lines<'_>, t: &Transcript, session: u64) -> Result<Option<PrLink>> {
     let Some(r) = t.metadata.session_value("pr-link", session) else {
         return Ok(None);
     };
-    let line = crate::transcript::frame::read_line(file, path, r.pos)?;
+    let line = lines.line(path, r.pos)?;
     let Some(v) = crate::resume::body::parse_value(&line) else {
         return Ok(None);
     };
@@ -494,8 +530,8 @@ fn pr_link(
     }))
 }
 
-fn file_mtime(file: &std::fs::File) -> Option<String> {
-    let m = file.metadata().ok()?.modified().ok()?;
+fn file_mtime(meta: &std::fs::Metadata) -> Option<String> {
+    let m = meta.modified().ok()?;
     format_millis(chrono::DateTime::<chrono::Utc>::from(m).timestamp_millis())
 }
 

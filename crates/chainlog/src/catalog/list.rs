@@ -88,8 +88,10 @@ pub trait FactsSource {
     /// The facts of the session file at `path`.
     fn facts(&mut self, path: &Path) -> Result<SessionFacts>;
 
-    /// `paths` are about to be asked for, in this order.
-    fn prefetch(&mut self, _paths: &[PathBuf]) {}
+    /// The facts of each of `paths`, in order (a source may answer them together).
+    fn facts_all(&mut self, paths: &[PathBuf]) -> Vec<Result<SessionFacts>> {
+        paths.iter().map(|p| self.facts(p)).collect()
+    }
 }
 
 /// A [`FactsFn`] as a [`FactsSource`].
@@ -368,10 +370,14 @@ pub fn list_dir_from(
     skipped: &mut Vec<Error>,
 ) -> Result<Vec<SessionFacts>> {
     let listing = list_project(dir)?;
-    facts.prefetch(&listing.sessions);
+    let answers = facts.facts_all(&listing.sessions);
     let mut all = Vec::with_capacity(listing.sessions.len());
-    for path in &listing.sessions {
-        match facts_once_more_if_changed(path, facts) {
+    for (path, answer) in listing.sessions.iter().zip(answers) {
+        let answer = match answer {
+            Err(Error::Changed { .. } | Error::BadEntry { .. }) => facts.facts(path),
+            r => r,
+        };
+        match answer {
             Ok(f) => all.push(f),
             // Deleted between the listing and the read (Claude Code's cleanup): not listed.
             Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {}
@@ -402,13 +408,6 @@ pub fn list_dir_from(
         f.agents = f.inline_agents + files + beside;
     }
     Ok(sessions)
-}
-
-fn facts_once_more_if_changed(path: &Path, facts: &mut dyn FactsSource) -> Result<SessionFacts> {
-    match facts.facts(path) {
-        Err(Error::Changed { .. } | Error::BadEntry { .. }) => facts.facts(path),
-        r => r,
-    }
 }
 
 /// Fills `summary` (and the title) of sessions without one from summaries other files of the

@@ -53,29 +53,31 @@ pub fn read_view_in(
 ) -> Result<Vec<ViewEntry>> {
     links
         .iter()
-        .map(|link| {
-            let raw = read_line(file, path, link.pos)?;
-            let projected = project(&raw, link, names).ok_or_else(|| Error::BadEntry {
-                position: Position {
-                    path: path.into(),
-                    line: link.pos.line,
-                    byte_offset: link.pos.offset,
-                },
-                reason: format!(
-                    "expected message {} here; the file changed",
-                    names.name(link.uuid)
-                ),
-            })?;
-            // An entry handed over as written is not copied (a line can be 100 MB).
-            Ok(ViewEntry {
-                link: link.clone(),
-                json: match projected {
-                    Projected::AsWritten => raw,
-                    Projected::Rewritten(json) => json,
-                },
-            })
-        })
+        .map(|link| view_entry(read_line(file, path, link.pos)?, path, link, names))
         .collect()
+}
+
+/// The line `raw` read at `link`'s position, checked to be its message and projected.
+pub fn view_entry(raw: Vec<u8>, path: &Path, link: &Link, names: &IdNames) -> Result<ViewEntry> {
+    let projected = project(&raw, link, names).ok_or_else(|| Error::BadEntry {
+        position: Position {
+            path: path.into(),
+            line: link.pos.line,
+            byte_offset: link.pos.offset,
+        },
+        reason: format!(
+            "expected message {} here; the file changed",
+            names.name(link.uuid)
+        ),
+    })?;
+    // An entry handed over as written is not copied (a line can be 100 MB).
+    Ok(ViewEntry {
+        link: link.clone(),
+        json: match projected {
+            Projected::AsWritten => raw,
+            Projected::Rewritten(json) => json,
+        },
+    })
 }
 
 /// What the projections make of a line.

@@ -292,6 +292,30 @@ pub fn read_line(file: &File, path: &Path, pos: LinePos) -> Result<Vec<u8>> {
             }
         }
     })?;
+    finish_line(buf, path, pos)
+}
+
+/// The line at `pos` of `bytes`, the whole file read at once, as [`read_line`] reads it.
+pub fn line_in(bytes: &[u8], path: &Path, pos: LinePos) -> Result<Vec<u8>> {
+    let start = usize::try_from(pos.offset).ok();
+    let line = start
+        .and_then(|s| Some((s, s.checked_add(usize::try_from(pos.len).ok()?)?)))
+        .and_then(|(s, e)| bytes.get(s..e));
+    let Some(line) = line else {
+        return Err(Error::BadEntry {
+            position: Position {
+                path: path.into(),
+                line: pos.line,
+                byte_offset: pos.offset,
+            },
+            reason: "the file ends before this line; the file changed".into(),
+        });
+    };
+    finish_line(line.to_vec(), path, pos)
+}
+
+/// A line read at `pos`, its newline checked and its content kept (see [`line_content`]).
+fn finish_line(mut buf: Vec<u8>, path: &Path, pos: LinePos) -> Result<Vec<u8>> {
     if buf.last() != Some(&b'\n') {
         return Err(Error::Changed { path: path.into() });
     }
