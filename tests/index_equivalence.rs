@@ -85,6 +85,31 @@ fn assert_same(store: &Store, path: &Path, context: &str, every_leaf: bool) {
         );
         assert_eq!(got.source, Source::Index);
     }
+    // After a resume (which stores it), the default resume is read from the materialised
+    // view, and it is the same answer.
+    store
+        .conversation(path, &chainlog::ResumeOptions::default())
+        .unwrap();
+    let opts = ResolveOptions {
+        leaf: None,
+        view: View::Resume,
+        list_leaves: false,
+    };
+    let got = store
+        .resolve_indexed(path, opts)
+        .unwrap()
+        .unwrap_or_else(|| panic!("{context}: index damaged"));
+    assert!(
+        got.materialised,
+        "{context}: the resume of {} was walked, not read from the materialised view",
+        path.display()
+    );
+    assert_eq!(
+        got.resolution,
+        resolve(&t, opts).unwrap(),
+        "{context}: materialised view of {}",
+        path.display()
+    );
     if !every_leaf {
         return;
     }

@@ -110,34 +110,160 @@ pub fn run(cli: &Cli, a: &ResumeArgs, out: &mut impl Write) -> CliResult {
                 .unwrap_or_default()
         );
     }
+    if !matches!(target, Target::Agent { .. })
+        && let Some(code) = print_streamed(cli, &store, target.path(), &a.view, out)?
+    {
+        return Ok(code);
+    }
     let conv = store.resume_target(&target, &a.view.options())?;
     print(cli, &conv, &a.view, out)
 }
 
 /// Prints the chain of the transcript at `path` as `a` asks.
 pub fn emit(cli: &Cli, path: &Path, a: &ViewArgs, out: &mut impl Write) -> CliResult {
-    let conv = super::store(cli)?.conversation(path, &a.options())?;
+    let store = super::store(cli)?;
+    if let Some(code) = print_streamed(cli, &store, path, a, out)? {
+        return Ok(code);
+    }
+    let conv = store.conversation(path, &a.options())?;
     print(cli, &conv, a, out)
 }
 
-/// Prints `conv` in the format `a` asks for, and its notes on stderr.
-fn print(cli: &Cli, conv: &Conversation, a: &ViewArgs, out: &mut impl Write) -> CliResult {
-    if let Some(e) = conv.retried() {
+/// Prints the chain line by line, when the format is lines (`jsonl`, `uuids`) and how the
+/// conversation ends is known without reading it all (the materialised view answered):
+/// memory stays bounded by a batch of lines, and `uuids` reads no transcript byte. `None`:
+/// print the conversation read whole ([`print`]).
+fn print_streamed(
+    cli: &Cli,
+    store: &chainlog::Store,
+    path: &Path,
+    a: &ViewArgs,
+    out: &mut impl Write,
+) -> Result<Option<ExitCode>, super::CliError> {
+    let format = a.format.unwrap_or(if std::io::stdout().is_terminal() {
+        Format::Text
+    } else {
+        Format::Jsonl
+    });
+    if !matches!(format, Format::Jsonl | Format::Uuids) || a.no_index {
+        return Ok(None);
+    }
+    let p = store.pending(path, &a.options())?;
+    let Some(interrupt) = p.interrupt() else {
+        return Ok(None);
+    };
+    let ans = p.answer();
+    notes(&p.answer().source, a, None, None, 0);
+    report_problems(path, ans);
+    let res = &ans.resolution;
+    if res.leaf.is_none() {
+        return Err(Error::NoMessage { path: path.into() }.into());
+    }
+    if format == Format::Uuids {
+        for l in p.chain() {
+            writeln!(out, "{}", ans.names.name(l.uuid))?;
+        }
+    } else {
+        for e in p.lines()? {
+            let e = e?;
+            out.write_all(&e.json)?;
+            out.write_all(b"\n")?;
+        }
+    }
+    let shown = Shown {
+        path,
+        ans,
+        leaf: p.leaf().map(|(id, _)| id),
+        messages: p.chain().len(),
+        interrupt,
+    };
+    finish(cli, &shown, format, out)?;
+    Ok(Some(ExitCode::SUCCESS))
+}
+
+/// What the trailer and the end notes say about a printed view.
+struct Shown<'a> {
+    path: &'a Path,
+    ans: &'a chainlog::Answer,
+    leaf: Option<String>,
+    messages: usize,
+    interrupt: chainlog::Interrupt,
+}
+
+/// The notes printed before a view: a retry, an answer from the transcript, a fork's context.
+fn notes(
+    source: &chainlog::Source,
+    a: &ViewArgs,
+    retried: Option<&str>,
+    fork: Option<&chainlog::view::ForkContext>,
+    inherited: usize,
+) {
+    if let Some(e) = retried {
         eprintln!("chainlog: note: {e}; resolved again");
     }
-    if let chainlog::Source::Transcript(why) = conv.source()
+    if let chainlog::Source::Transcript(why) = source
         && !a.no_index
     {
         eprintln!("chainlog: note: answered from the transcript (index not used: {why})");
     }
-    if let Some(fork) = conv.fork() {
+    if let Some(fork) = fork {
         eprintln!(
-            "chainlog: fork agent: context from {} up to {} ({} entries)",
+            "chainlog: fork agent: context from {} up to {} ({inherited} entries)",
             fork.parent_path.display(),
             fork.parent_last,
-            conv.inherited()
         );
     }
+}
+
+/// The end of a printed view: its chain breaks on stderr, then the `--json` trailer or the
+/// interrupt note.
+fn finish(cli: &Cli, s: &Shown<'_>, format: Format, out: &mut impl Write) -> CliResult {
+    let ans = s.ans;
+    let res = &ans.resolution;
+    report_breaks(s.path, res, &ans.names);
+    if cli.json {
+        let trailer = json!({"chainlog": {
+            "path": s.path,
+            "leaf": s.leaf,
+            "leafRule": res.leaf.map(|(_, r)| r),
+            "messages": s.messages,
+            "interrupt": s.interrupt,
+            "chainBreak": res.chain_break.as_ref().map(|b| b.to_json(&ans.names)),
+            "bridges": res.bridges.iter().map(|b| b.to_json(&ans.names)).collect::<Vec<_>>(),
+            "badLines": ans.bad_line_count,
+            "source": match ans.source {
+                chainlog::Source::Index => "index",
+                chainlog::Source::Transcript(_) => "transcript",
+            },
+            "materialised": ans.materialised,
+        }});
+        // Readable text stays text: its trailer goes to stderr.
+        if format == Format::Text {
+            write_json(&mut std::io::stderr().lock(), &trailer)?;
+        } else {
+            write_json(out, &trailer)?;
+        }
+    } else if s.interrupt != chainlog::Interrupt::None {
+        eprintln!(
+            "chainlog: interrupt: {}",
+            serde_json::to_value(s.interrupt)
+                .unwrap_or_default()
+                .as_str()
+                .unwrap_or("?")
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Prints `conv` in the format `a` asks for, and its notes on stderr.
+fn print(cli: &Cli, conv: &Conversation, a: &ViewArgs, out: &mut impl Write) -> CliResult {
+    notes(
+        conv.source(),
+        a,
+        conv.retried(),
+        conv.fork(),
+        conv.inherited(),
+    );
     let path = conv.path();
     let ans = conv.answer();
     report_problems(path, ans);
@@ -175,39 +301,14 @@ fn print(cli: &Cli, conv: &Conversation, a: &ViewArgs, out: &mut impl Write) -> 
             Format::Text | Format::Api => {}
         }
     }
-    let interrupt = conv.interrupt();
-    report_breaks(path, res, &ans.names);
-    if cli.json {
-        let trailer = json!({"chainlog": {
-            "path": path,
-            "leaf": conv.leaf().map(|(id, _)| id),
-            "leafRule": res.leaf.map(|(_, r)| r),
-            "messages": view.len(),
-            "interrupt": interrupt,
-            "chainBreak": res.chain_break.as_ref().map(|b| b.to_json(&ans.names)),
-            "bridges": res.bridges.iter().map(|b| b.to_json(&ans.names)).collect::<Vec<_>>(),
-            "badLines": ans.bad_line_count,
-            "source": match conv.source() {
-                chainlog::Source::Index => "index",
-                chainlog::Source::Transcript(_) => "transcript",
-            },
-        }});
-        // Readable text stays text: its trailer goes to stderr.
-        if format == Format::Text {
-            write_json(&mut std::io::stderr().lock(), &trailer)?;
-        } else {
-            write_json(out, &trailer)?;
-        }
-    } else if interrupt != chainlog::Interrupt::None {
-        eprintln!(
-            "chainlog: interrupt: {}",
-            serde_json::to_value(interrupt)
-                .unwrap_or_default()
-                .as_str()
-                .unwrap_or("?")
-        );
-    }
-    Ok(ExitCode::SUCCESS)
+    let shown = Shown {
+        path,
+        ans,
+        leaf: conv.leaf().map(|(id, _)| id),
+        messages: view.len(),
+        interrupt: conv.interrupt(),
+    };
+    finish(cli, &shown, format, out)
 }
 
 /// Prints every bridged chain break, the unbridged one and a cycle on stderr (format.md §A8).

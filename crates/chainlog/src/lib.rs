@@ -60,7 +60,7 @@ pub use chain::{ChainBreak, LeafRule, Resolution};
 pub use error::{Error, Position, Result};
 pub use index::ingest::CatchUp;
 pub use index::{Answer, BAD_LINES_KEPT, Source, Store};
-pub use resume::conversation::{Conversation, ResumeOptions};
+pub use resume::conversation::{Conversation, Pending, ResumeOptions};
 pub use resume::interrupt::Interrupt;
 pub use resume::message::{Block, Message, Role};
 pub use store::{Agents, Listing, ListingRows};
@@ -129,7 +129,7 @@ pub mod view {
     pub use crate::resume::interrupt::detect as detect_interrupt;
     pub use crate::resume::text::render as render_text;
     pub use crate::resume::{
-        ApiOptions, ForkContext, INTERRUPTED_TOOL_CALL, NO_RESPONSE_REQUESTED, TOOL_RESULT_MISSING,
-        ViewEntry, api_messages, api_messages_of, fork_context, read_view,
+        ApiOptions, ForkContext, INTERRUPTED_TOOL_CALL, Lines, NO_RESPONSE_REQUESTED,
+        TOOL_RESULT_MISSING, ViewEntry, api_messages, api_messages_of, fork_context, read_view,
     };
 }

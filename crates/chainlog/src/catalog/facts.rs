@@ -29,7 +29,7 @@ use super::discover;
 use super::prompt;
 use crate::chain::{Link, Resolution, ResolveOptions, Transcript, View, resolve};
 use crate::error::{Error, Result};
-use crate::resume::body::view_entry;
+use crate::resume::body::entry;
 use crate::transcript::envelope::{Flags, Kind, hash64};
 use crate::transcript::id::Id;
 use crate::transcript::time::format_millis;
@@ -421,7 +421,7 @@ struct ChainReader<'a> {
 impl ChainReader<'_> {
     fn read(&self, link: &Link) -> Result<Option<Value>> {
         let raw = self.lines.line(self.path, link.pos)?;
-        Ok(view_entry(raw, self.path, link, &self.t.names)?.value())
+        Ok(entry(raw, link, &self.t.names, self.path)?.value())
     }
 
     /// The first chain entry satisfying `want` (or the first entry when none does, within a

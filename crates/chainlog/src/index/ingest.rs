@@ -189,6 +189,7 @@ pub fn drop_file_rows(txn: &WriteTransaction, f: u32) -> Result<(), redb::Error>
     txn.open_table(SIDECHAINS)?
         .retain_in((f, 0)..=(f, u32::MAX), |_, ()| false)?;
     super::derive::clear(txn, f)?;
+    super::view::clear(txn, f)?;
     Ok(())
 }
 

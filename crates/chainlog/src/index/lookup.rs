@@ -14,7 +14,7 @@ use super::codec::{decode, key_of};
 use super::open::IndexDb;
 use super::schema::{FileState, ROWS, UUIDS};
 use super::{Store, query};
-use crate::chain::{MessageRow, ResolveOptions};
+use crate::chain::MessageRow;
 use crate::error::Result;
 use crate::transcript::frame::LinePos;
 use crate::transcript::id::Id;
@@ -89,7 +89,7 @@ impl IndexedFile {
         let Some(st) = self.state.clone() else {
             return Ok(None);
         };
-        let ans = query(self.db.db(), st, &self.path, ResolveOptions::default())?;
+        let ans = query(self.db.db(), st, &self.path, super::view::OPTIONS, true)?;
         Ok(ans.and_then(|a| a.resolution.chain.last().map(|l| a.names.name(l.uuid))))
     }
 }

@@ -19,6 +19,7 @@
 //! | [`state`] | the one encoder and decoder of the derived state; [`state::IndexFault`] |
 //! | [`query`] | the [`Graph`](crate::chain::Graph) of one file read row by row |
 //! | [`sidechains`] | the sidechain rows of one file (inline sub-agents) |
+//! | [`view`] | the materialised resume view: a default resume as one range read |
 //! | [`verify`] | compare index answers with a full scan |
 
 pub mod codec;
@@ -36,6 +37,7 @@ pub mod sidechains;
 pub mod state;
 pub mod unsynced;
 pub mod verify;
+pub mod view;
 pub mod wait;
 
 use std::cell::OnceCell;
@@ -93,6 +95,13 @@ pub struct Answer {
     pub cursor: u64,
     /// Where the answer came from.
     pub source: Source,
+    /// Read from the materialised resume view ([`view`]): one range read, no walk.
+    pub materialised: bool,
+    /// How the conversation of the materialised view ends (its lines were read when it was
+    /// stored): `None` when the answer was walked.
+    pub interrupt: Option<crate::resume::Interrupt>,
+    /// The index state a walked answer of the index was computed for (to materialise it).
+    pub(crate) state: Option<FileState>,
 }
 
 /// Transcripts and their index sidecars.
@@ -245,6 +254,36 @@ impl Store {
         unreachable!("the loop returns")
     }
 
+    /// Stores `ans`, a walked answer of [`view::OPTIONS`] whose lines end as `interrupt` says,
+    /// as the materialised view of `transcript` ([`view`]), if the index still holds the state
+    /// it was computed for. A resume that walked stores its answer this way, so the next one
+    /// reads it; a catch-up never walks. Best effort: a failure leaves the walk to answer.
+    pub(crate) fn store_view(
+        &self,
+        transcript: &Path,
+        ans: &Answer,
+        interrupt: crate::resume::Interrupt,
+    ) -> Result<()> {
+        let Some(st) = ans.state.clone().filter(|_| !ans.materialised) else {
+            return Ok(());
+        };
+        let t = transcript.to_path_buf();
+        let res = ans.resolution.clone();
+        self.bounded(transcript, move |s| {
+            let db = IndexDb::open(&s.db_path(&t))?;
+            let txn = db.begin_write().map_err(|e| db.err(e))?;
+            {
+                let files = txn.open_table(FILES).map_err(|e| db.err(e))?;
+                if ingest::file_state(&files, &Self::key(&t)).ok().flatten() != Some(st.clone()) {
+                    return Ok(());
+                }
+            }
+            view::store(&txn, &st, &res, interrupt).map_err(|e| db.err(e))?;
+            txn.commit().map_err(|e| db.err(e))?;
+            Ok(())
+        })
+    }
+
     fn state(db: &IndexDb, key: &str) -> Result<Option<FileState>, IndexFault> {
         let txn = db.begin_read().map_err(|e| IndexFault::Storage(e.into()))?;
         let files = match guard::read("files", || txn.open_table(FILES)) {
@@ -327,6 +366,20 @@ impl Store {
         })
     }
 
+    /// The materialised resume view of `transcript` as stored, for the state the index holds
+    /// (neither caught up first nor checked against the file): `None` when none is stored for
+    /// that state or the index cannot be read. [`verify`] compares it with a full scan.
+    pub fn materialised(&self, transcript: &Path) -> Result<Option<Answer>> {
+        let Some(ro) = open::open_read_only(&self.db_path(transcript)) else {
+            return Ok(None);
+        };
+        let Some(st) = read_state(&ro, &Self::key(transcript)) else {
+            return Ok(None);
+        };
+        let ans = query(&ro, st, transcript, view::OPTIONS, true)?;
+        Ok(ans.filter(|a| a.materialised))
+    }
+
     /// Resolves the chain of `transcript`, from the index when it can be used.
     pub fn resolve(&self, transcript: &Path, opts: ResolveOptions) -> Result<Answer> {
         match self.resolve_indexed(transcript, opts) {
@@ -361,7 +414,7 @@ impl Store {
         if let Some(ro) = open::open_read_only(&db_path) {
             let st = read_state(&ro, &key);
             if let Some(st) = st.filter(|st| stat.unchanged(st, false))
-                && let Some(a) = query(&ro, st, transcript, opts)?
+                && let Some(a) = query(&ro, st, transcript, opts, true)?
             {
                 return Ok(Some(a));
             }
@@ -369,7 +422,7 @@ impl Store {
         let mut db = IndexDb::open(&db_path)?;
         for _ in 0..2 {
             let (_, st) = Self::catch_up_in(&mut db, transcript)?;
-            if let Some(a) = query(db.db(), st, transcript, opts)? {
+            if let Some(a) = query(db.db(), st, transcript, opts, true)? {
                 return Ok(Some(a));
             }
             db.start_over()?;
@@ -405,12 +458,14 @@ fn read_state(db: &impl ReadableDatabase, key: &str) -> Option<FileState> {
 }
 
 /// Answers from an index that is current for `st`; `None` when a stored value is damaged
-/// (the caller rebuilds), an error when the storage fails.
+/// (the caller rebuilds), an error when the storage fails. With `use_view`, an answer the
+/// materialised view holds ([`view::serves`]) is read from it instead of walked.
 fn query(
     db: &impl ReadableDatabase,
     st: FileState,
     transcript: &Path,
     opts: ResolveOptions,
+    use_view: bool,
 ) -> Result<Option<Answer>> {
     let err = |e: IndexFault| Error::Index {
         path: transcript.to_path_buf(),
@@ -419,6 +474,8 @@ fn query(
     let storage = |e: redb::Error| err(IndexFault::Storage(e));
     let txn = wait::waiting(|| db.begin_read()).map_err(|e| storage(e.into()))?;
     let f = st.file;
+    let view_st = (use_view && view::serves(&opts)).then(|| st.clone());
+    let walked_st = view::serves(&opts).then(|| st.clone());
     let torn_tail = st.torn_tail;
     let cursor = st.indexed_len;
     let bad_count = st.bad_lines;
@@ -430,6 +487,29 @@ fn query(
         Err(e) if e.is_damage() => return Ok(None),
         Err(e) => return Err(err(e)),
     };
+    if let Some(view_st) = &view_st {
+        let stored = guard::read("view", || txn.open_table(schema::VIEW))
+            .and_then(|t| view::load(&t, view_st));
+        match stored {
+            Ok(Some(stored)) => {
+                return Ok(Some(Answer {
+                    resolution: stored.resolution,
+                    interrupt: Some(stored.interrupt),
+                    names,
+                    bad_lines,
+                    bad_line_count: bad_count,
+                    torn_tail,
+                    cursor,
+                    source: Source::Index,
+                    materialised: true,
+                    state: None,
+                }));
+            }
+            Ok(None) => {}
+            Err(e) if e.is_damage() => return Ok(None),
+            Err(e) => return Err(err(e)),
+        }
+    }
     let full_rows = OnceCell::new();
     let res = resolve_graph(&graph, opts, &names, || {
         if full_rows.get().is_none() {
@@ -457,6 +537,9 @@ fn query(
         torn_tail,
         cursor,
         source: Source::Index,
+        materialised: false,
+        interrupt: None,
+        state: walked_st,
     }))
 }
 
@@ -507,5 +590,8 @@ fn reference(transcript: &Path, opts: ResolveOptions, why: String) -> Result<Ans
         torn_tail: t.frame.torn_tail,
         cursor: t.frame.complete_len,
         source: Source::Transcript(why),
+        materialised: false,
+        interrupt: None,
+        state: None,
     })
 }

@@ -23,6 +23,7 @@
 //! | `listing` | path | header + bytes | what `ls` shows of a session, with the stat it is valid for (`catalog::cache`) |
 //! | `counts` | (file, kind, id) | count | entries of a `children` or `msg_ids` range (checked by scans) |
 //! | `sidechains` | (file, seq) | () | rows of `isSidechain` messages (inline sub-agents), counted in [`FileState::sidechain_rows`] |
+//! | `view` | (file, n) | head, then fixed link records | the materialised resume view ([`super::view`]) |
 
 use redb::TableDefinition;
 
@@ -45,10 +46,12 @@ use redb::TableDefinition;
 ///   of `DEAD`, `PRESERVED` and `ZEROED` facts.
 /// - 7: `sidechains` table and `FileState::sidechain_rows`: inline sub-agents (`chainlog
 ///   agents`, agent targets) are read from the index instead of a scan of the session.
-/// - 8: `listing` table replaces `facts`: a fixed header (the file's stat and when it was
+/// - 8: `view` table: the default resume answer materialised at catch-up (a warm resume is one
+///   range read, not a walk).
+/// - 9: `listing` table replaces `facts`: a fixed header (the file's stat and when it was
 ///   read) before the facts, so a listing checks a row without decoding it; read with one
 ///   range scan per sidecar, and filled by `chainlog index`.
-pub const INDEX_SCHEMA_VERSION: u32 = 8;
+pub const INDEX_SCHEMA_VERSION: u32 = 9;
 
 /// The lowest and highest 16-byte ids, for range scans over one file's rows.
 pub const ID_FIRST: [u8; 16] = [0; 16];
@@ -76,6 +79,7 @@ pub const LISTING: TableDefinition<&str, &[u8]> = TableDefinition::new("listing"
 pub const FORWARD: TableDefinition<(u32, [u8; 16]), ()> = TableDefinition::new("forward");
 pub const COUNTS: TableDefinition<(u32, u8, [u8; 16]), &[u8]> = TableDefinition::new("counts");
 pub const SIDECHAINS: TableDefinition<(u32, u32), ()> = TableDefinition::new("sidechains");
+pub const VIEW: TableDefinition<(u32, u32), &[u8]> = TableDefinition::new("view");
 
 /// Kinds of rows in [`COUNTS`]: how many keys a range of a table with empty values holds, so a
 /// scan that finds fewer (a key changed by damage) is caught.
@@ -112,6 +116,7 @@ pub fn create_all(txn: &redb::WriteTransaction) -> Result<(), redb::TableError> 
     txn.open_table(FORWARD)?;
     txn.open_table(COUNTS)?;
     txn.open_table(SIDECHAINS)?;
+    txn.open_table(VIEW)?;
     Ok(())
 }
 

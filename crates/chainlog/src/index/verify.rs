@@ -71,6 +71,9 @@ pub enum Difference {
         /// How the index's walk ended.
         index: String,
     },
+    /// No materialised resume view is stored for the indexed state after a resume.
+    #[error("the resume view is not materialised")]
+    NotMaterialised,
     /// Different skipped lines (their line numbers).
     #[error("bad lines: reference {} at lines {reference:?}, index {} at lines {index:?}", reference.len(), index.len())]
     BadLines {
@@ -128,6 +131,30 @@ pub fn verify(store: &Store, transcript: &Path) -> Result<Vec<Difference>> {
                 reference: t.bad_lines.iter().map(|b| b.pos.line).collect(),
                 index: got.bad_lines.iter().map(|b| b.pos.line).collect(),
             });
+        }
+    }
+    // The materialised resume view is a cache of the same answer: compare it too (a resume
+    // stores it when none is stored for the indexed state).
+    store.conversation(transcript, &crate::ResumeOptions::default())?;
+    match store.materialised(transcript)? {
+        None => diffs.push(Difference::NotMaterialised),
+        Some(got) => {
+            if scanned.as_ref().is_none_or(|(at, _)| *at != got.cursor) {
+                scanned = Some((got.cursor, scan_prefix(transcript, got.cursor)?));
+            }
+            let t = &scanned.as_ref().expect("scanned above").1;
+            match resolve(t, super::view::OPTIONS).ok() {
+                Some(want) => compare(
+                    "materialised resume view",
+                    &want,
+                    &got.resolution,
+                    t,
+                    &mut diffs,
+                ),
+                None => diffs.push(Difference::NoReferenceLeaf {
+                    view: "materialised resume view",
+                }),
+            }
         }
     }
     Ok(diffs)

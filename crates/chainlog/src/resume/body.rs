@@ -1,18 +1,22 @@
 //! Reading the lines of a chain by offset, and projecting them for the model.
 //!
-//! Only the lines of the returned view are read (`pread` at the recorded offset). An entry
-//! whose parent or usage the projections changed, or that an upgrade step rewrote into the
-//! current format ([`crate::transcript::upgrade`], `migrate/`), is re-serialised with key order
-//! kept (`serde_json` `preserve_order`); every other entry is returned byte-for-byte as written.
+//! Only the lines of the returned view are read (`pread` at the recorded offset, adjacent lines
+//! with one `pread`, [`Lines`]). An entry whose parent or usage the projections changed, or
+//! that an upgrade step rewrote into the current format ([`crate::transcript::upgrade`],
+//! `migrate/`), is re-serialised with key order kept (`serde_json` `preserve_order`); every
+//! other entry is returned byte-for-byte as written — and is not parsed when its line names the
+//! expected uuid and parent as Claude Code writes them ([`as_written`]).
 
+use std::collections::VecDeque;
 use std::fs::File;
+use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 use serde_json::Value;
 
 use crate::chain::Link;
 use crate::error::{Error, Position, Result};
-use crate::transcript::frame::read_line;
+use crate::transcript::frame::{content_of, read_error, read_line};
 use crate::transcript::id::{Id, IdNames};
 
 /// One entry of a view: its link and its line as handed to the model.
@@ -40,25 +44,97 @@ pub fn parse_value(bytes: &[u8]) -> Option<Value> {
 
 /// Reads the lines of `links` from `path` and applies the projections.
 pub fn read_view(path: &Path, links: &[Link], names: &IdNames) -> Result<Vec<ViewEntry>> {
-    let file = File::open(path).map_err(|e| Error::io(path, e))?;
-    read_view_in(&file, path, links, names)
+    Lines::open(path, links, names)?.collect()
 }
 
-/// [`read_view`] from `file`, already open on `path` (several reads share one open).
-pub fn read_view_in(
-    file: &File,
-    path: &Path,
-    links: &[Link],
-    names: &IdNames,
-) -> Result<Vec<ViewEntry>> {
-    links
-        .iter()
-        .map(|link| view_entry(read_line(file, path, link.pos)?, path, link, names))
-        .collect()
+/// Bytes of adjacent lines read with one `pread`.
+pub const BATCH: u64 = 1 << 20;
+
+/// The entries of `links` read in order ([`read_view`] one at a time): adjacent lines are read
+/// with one `pread` of up to [`BATCH`] bytes, so memory stays bounded by a batch and the
+/// longest line, whatever the view's length.
+pub struct Lines<'a> {
+    file: File,
+    path: &'a Path,
+    links: &'a [Link],
+    names: &'a IdNames,
+    next: usize,
+    ready: VecDeque<ViewEntry>,
 }
 
-/// The line `raw` read at `link`'s position, checked to be its message and projected.
-pub fn view_entry(raw: Vec<u8>, path: &Path, link: &Link, names: &IdNames) -> Result<ViewEntry> {
+impl<'a> Lines<'a> {
+    /// Opens `path` to read the lines of `links`.
+    pub fn open(path: &'a Path, links: &'a [Link], names: &'a IdNames) -> Result<Lines<'a>> {
+        Ok(Lines {
+            file: File::open(path).map_err(|e| Error::io(path, e))?,
+            path,
+            links,
+            names,
+            next: 0,
+            ready: VecDeque::new(),
+        })
+    }
+
+    /// Reads the next run of adjacent lines.
+    fn fill(&mut self) -> Result<()> {
+        let start = self.next;
+        let first = self.links[start].pos;
+        let mut end = start + 1;
+        let mut total = first.len;
+        while let Some(l) = self.links.get(end) {
+            let prev = self.links[end - 1].pos;
+            if l.pos.offset != prev.offset + prev.len || total + l.pos.len > BATCH {
+                break;
+            }
+            total += l.pos.len;
+            end += 1;
+        }
+        self.next = end;
+        if end == start + 1 {
+            // One line (it can be 100 MB): read in place, not copied.
+            let link = &self.links[start];
+            let raw = read_line(&self.file, self.path, link.pos)?;
+            self.ready
+                .push_back(entry(raw, link, self.names, self.path)?);
+            return Ok(());
+        }
+        let len = usize::try_from(total).map_err(|_| Error::Changed {
+            path: self.path.into(),
+        })?;
+        let mut buf = vec![0; len];
+        self.file
+            .read_exact_at(&mut buf, first.offset)
+            .map_err(|e| read_error(&e, self.path, first))?;
+        let mut at = 0;
+        for link in &self.links[start..end] {
+            let n = usize::try_from(link.pos.len).unwrap_or(usize::MAX);
+            let raw = &buf[at..at + n];
+            at += n;
+            let keep = content_of(raw, self.path, link.pos)?;
+            let e = entry(raw[keep].to_vec(), link, self.names, self.path)?;
+            self.ready.push_back(e);
+        }
+        Ok(())
+    }
+}
+
+impl Iterator for Lines<'_> {
+    type Item = Result<ViewEntry>;
+
+    fn next(&mut self) -> Option<Result<ViewEntry>> {
+        if self.ready.is_empty() && self.next < self.links.len() {
+            if let Err(e) = self.fill() {
+                self.next = self.links.len();
+                return Some(Err(e));
+            }
+        }
+        self.ready.pop_front().map(Ok)
+    }
+}
+
+/// The entry of `link` from its line's content `raw`: checked to be the expected message and
+/// projected.
+pub fn entry(raw: Vec<u8>, link: &Link, names: &IdNames, path: &Path) -> Result<ViewEntry> {
     let projected = project(&raw, link, names).ok_or_else(|| Error::BadEntry {
         position: Position {
             path: path.into(),
@@ -80,6 +156,26 @@ pub fn view_entry(raw: Vec<u8>, path: &Path, link: &Link, names: &IdNames) -> Re
     })
 }
 
+/// Whether the line `raw` of `link` is handed over as written without a parse: the projections
+/// change nothing in it (its parent is kept, its usage is not zeroed, no upgrade step rewrites
+/// its type) and it names the expected uuid and parent in the compact form Claude Code writes.
+/// Any other line is parsed, and the parse decides.
+fn as_written(raw: &[u8], link: &Link, names: &IdNames) -> bool {
+    if link.parent != link.written_parent
+        || link.zero_usage
+        || crate::transcript::upgrade::KINDS.contains(&link.kind)
+    {
+        return false;
+    }
+    let uuid = format!("\"uuid\":\"{}\"", names.name(link.uuid));
+    let parent = match link.written_parent {
+        Some(p) => format!("\"parentUuid\":\"{}\"", names.name(p)),
+        None => "\"parentUuid\":null".to_owned(),
+    };
+    memchr::memmem::find(raw, uuid.as_bytes()).is_some()
+        && memchr::memmem::find(raw, parent.as_bytes()).is_some()
+}
+
 /// What the projections make of a line.
 enum Projected {
     /// Handed over byte for byte.
@@ -91,6 +187,9 @@ enum Projected {
 /// Checks the line is the expected message (`None` when it is not) and applies the
 /// projections to it.
 fn project(raw: &[u8], link: &Link, names: &IdNames) -> Option<Projected> {
+    if as_written(raw, link, names) {
+        return Some(Projected::AsWritten);
+    }
     // Deep parts stay raw text (any depth, bounded stack): see `super::shallow`.
     if let Some(s) = super::shallow::parse(raw, true) {
         return project_entry(s, link, names);

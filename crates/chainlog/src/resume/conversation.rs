@@ -4,11 +4,11 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use super::body::{ViewEntry, read_view};
+use super::body::{Lines, ViewEntry, read_view};
 use super::fork::ForkContext;
 use super::interrupt::{Interrupt, detect};
 use super::message::Message;
-use crate::chain::{BadLine, ChainBreak, LeafRule, Resolution, ResolveOptions, View};
+use crate::chain::{BadLine, ChainBreak, LeafRule, Link, Resolution, ResolveOptions, View};
 use crate::error::{Error, Result, check_id};
 use crate::index::ingest::Stat;
 use crate::index::{Answer, Source, Store};
@@ -109,9 +109,12 @@ impl Conversation {
         self.answer.resolution.chain_break.as_ref()
     }
 
-    /// Whether the conversation ends interrupted (format.md §A7), and how.
+    /// Whether the conversation ends interrupted (format.md §A7), and how (read from the
+    /// materialised view when it answered, else detected on the entries).
     pub fn interrupt(&self) -> Interrupt {
-        detect(&self.entries)
+        self.answer
+            .interrupt
+            .unwrap_or_else(|| detect(&self.entries))
     }
 
     /// Where the answer came from: the index, or a full scan and why.
@@ -144,6 +147,52 @@ impl Conversation {
     /// Consumes the conversation into its entries.
     pub fn into_entries(self) -> Vec<ViewEntry> {
         self.entries
+    }
+}
+
+/// A resume answered whose lines are not read yet ([`Store::pending`]): they are read in order,
+/// a batch of adjacent lines at a time ([`Pending::lines`]), so printing a view of any length
+/// holds one batch, and a view's uuids need no transcript byte at all.
+#[derive(Debug, Clone)]
+pub struct Pending {
+    path: PathBuf,
+    answer: Answer,
+    chain: Vec<Link>,
+}
+
+impl Pending {
+    /// The transcript.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The whole answer (its chain before a cut; [`Pending::chain`] is what is handed over).
+    pub fn answer(&self) -> &Answer {
+        &self.answer
+    }
+
+    /// The messages handed over, root first (cut after `--at`, strict when asked).
+    pub fn chain(&self) -> &[Link] {
+        &self.chain
+    }
+
+    /// How the conversation ends when known without reading its lines (the materialised
+    /// view's; `None`: read the lines, [`Conversation::interrupt`]).
+    pub fn interrupt(&self) -> Option<Interrupt> {
+        self.answer.interrupt
+    }
+
+    /// The uuid of the leaf the chain starts from, as written, and the rule that chose it.
+    pub fn leaf(&self) -> Option<(String, LeafRule)> {
+        self.answer
+            .resolution
+            .leaf
+            .map(|(id, rule)| (self.answer.names.name(id), rule))
+    }
+
+    /// The entries, read and projected in order.
+    pub fn lines(&self) -> Result<Lines<'_>> {
+        Lines::open(&self.path, &self.chain, &self.answer.names)
     }
 }
 
@@ -237,6 +286,32 @@ impl Store {
         opts: &ResumeOptions,
         no_index: bool,
     ) -> Result<Conversation> {
+        let p = self.pending_from(path, opts, no_index)?;
+        let entries = read_view(path, &p.chain, &p.answer.names)?;
+        if !opts.strict && opts.at.is_none() {
+            // A default resume that walked: its answer and how it ends become the
+            // materialised view, so the next resume reads it (best effort).
+            let _ = self.store_view(path, &p.answer, detect(&entries));
+        }
+        Ok(Conversation {
+            path: p.path,
+            answer: p.answer,
+            entries,
+            inherited: 0,
+            fork: None,
+            retried: None,
+        })
+    }
+
+    /// The resume of the transcript at `path` as `opts` asks, its lines not read yet: the
+    /// answer of [`Store::conversation`] (without its retries when the file changes while
+    /// it is read), to be read or printed a batch at a time.
+    pub fn pending(&self, path: &Path, opts: &ResumeOptions) -> Result<Pending> {
+        opts.check()?;
+        self.pending_from(path, opts, opts.no_index)
+    }
+
+    fn pending_from(&self, path: &Path, opts: &ResumeOptions, no_index: bool) -> Result<Pending> {
         let mut answer = self
             .answer(path, opts.resolve_options(), no_index)
             .map_err(|e| match &opts.leaf {
@@ -245,6 +320,10 @@ impl Store {
             })?;
         if opts.strict {
             answer.resolution = answer.resolution.strict();
+        }
+        if opts.strict || opts.at.is_some() {
+            // The materialised interrupt is the whole view's.
+            answer.interrupt = None;
         }
         let mut chain = answer.resolution.chain.clone();
         if let Some(at) = &opts.at {
@@ -257,14 +336,10 @@ impl Store {
             };
             chain.truncate(cut + 1);
         }
-        let entries = read_view(path, &chain, &answer.names)?;
-        Ok(Conversation {
+        Ok(Pending {
             path: path.to_path_buf(),
             answer,
-            entries,
-            inherited: 0,
-            fork: None,
-            retried: None,
+            chain,
         })
     }
 
@@ -302,6 +377,8 @@ impl Store {
         let mut c = self.conversation(agent, opts)?;
         c.fork = Some(fork);
         c.inherited = prefix.len();
+        // The inherited context comes first: how the whole ends is detected on it all.
+        c.answer.interrupt = None;
         if !prefix.is_empty() {
             for (_, name) in names.iter() {
                 c.answer.names.intern(name);

@@ -14,6 +14,6 @@ pub use api::{
     ApiOptions, INTERRUPTED_TOOL_CALL, NO_RESPONSE_REQUESTED, TOOL_RESULT_MISSING, api_messages,
     api_messages_of,
 };
-pub use body::{ViewEntry, read_view};
+pub use body::{Lines, ViewEntry, read_view};
 pub use fork::{ForkContext, fork_context};
 pub use interrupt::{Interrupt, detect};

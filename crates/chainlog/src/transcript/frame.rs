@@ -273,57 +273,59 @@ fn content_range(line: &[u8], offset: u64) -> Range<usize> {
 pub fn read_line(file: &File, path: &Path, pos: LinePos) -> Result<Vec<u8>> {
     let mut buf =
         vec![0; usize::try_from(pos.len).map_err(|_| Error::Changed { path: path.into() })?];
-    file.read_exact_at(&mut buf, pos.offset).map_err(|e| {
-        let position = Position {
-            path: path.into(),
-            line: pos.line,
-            byte_offset: pos.offset,
-        };
-        if e.kind() == std::io::ErrorKind::UnexpectedEof {
-            // The file is shorter than when it was resolved (a truncated tail).
-            Error::BadEntry {
-                position,
-                reason: "the file ends before this line; the file changed".into(),
-            }
-        } else {
-            Error::BadEntry {
-                position,
-                reason: format!("reading the line failed: {e}"),
-            }
-        }
-    })?;
-    finish_line(buf, path, pos)
+    file.read_exact_at(&mut buf, pos.offset)
+        .map_err(|e| read_error(&e, path, pos))?;
+    let keep = content_of(&buf, path, pos)?;
+    buf.truncate(keep.end);
+    buf.drain(..keep.start);
+    Ok(buf)
 }
 
 /// The line at `pos` of `bytes`, the whole file read at once, as [`read_line`] reads it.
 pub fn line_in(bytes: &[u8], path: &Path, pos: LinePos) -> Result<Vec<u8>> {
-    let start = usize::try_from(pos.offset).ok();
-    let line = start
+    let raw = usize::try_from(pos.offset)
+        .ok()
         .and_then(|s| Some((s, s.checked_add(usize::try_from(pos.len).ok()?)?)))
-        .and_then(|(s, e)| bytes.get(s..e));
-    let Some(line) = line else {
-        return Err(Error::BadEntry {
-            position: Position {
-                path: path.into(),
-                line: pos.line,
-                byte_offset: pos.offset,
-            },
-            reason: "the file ends before this line; the file changed".into(),
-        });
-    };
-    finish_line(line.to_vec(), path, pos)
+        .and_then(|(s, e)| bytes.get(s..e))
+        .ok_or_else(|| {
+            read_error(
+                &std::io::Error::from(std::io::ErrorKind::UnexpectedEof),
+                path,
+                pos,
+            )
+        })?;
+    let keep = content_of(raw, path, pos)?;
+    Ok(raw[keep].to_vec())
 }
 
-/// A line read at `pos`, its newline checked and its content kept (see [`line_content`]).
-fn finish_line(mut buf: Vec<u8>, path: &Path, pos: LinePos) -> Result<Vec<u8>> {
-    if buf.last() != Some(&b'\n') {
-        return Err(Error::Changed { path: path.into() });
+/// The error of a failed `pread` of the line at `pos`: a file that ends before it changed.
+pub fn read_error(e: &std::io::Error, path: &Path, pos: LinePos) -> Error {
+    let position = Position {
+        path: path.into(),
+        line: pos.line,
+        byte_offset: pos.offset,
+    };
+    if e.kind() == std::io::ErrorKind::UnexpectedEof {
+        // The file is shorter than when it was resolved (a truncated tail).
+        Error::BadEntry {
+            position,
+            reason: "the file ends before this line; the file changed".into(),
+        }
+    } else {
+        Error::BadEntry {
+            position,
+            reason: format!("reading the line failed: {e}"),
+        }
     }
-    buf.pop();
-    let keep = content_range(&buf, pos.offset);
-    buf.truncate(keep.end);
-    buf.drain(..keep.start);
-    Ok(buf)
+}
+
+/// Where the content of the whole line `raw` (read at `pos`, its `\n` included) lies; a line
+/// that does not end where the index said changed.
+pub fn content_of(raw: &[u8], path: &Path, pos: LinePos) -> Result<Range<usize>> {
+    match raw.split_last() {
+        Some((b'\n', body)) => Ok(content_range(body, pos.offset)),
+        _ => Err(Error::Changed { path: path.into() }),
+    }
 }
 
 #[cfg(test)]

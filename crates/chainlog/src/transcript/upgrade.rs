@@ -26,6 +26,11 @@ use serde_json::Value;
 /// The names of the format steps (their `migrate/` folders), in the order they are applied.
 pub const STEPS: &[&str] = &["0001-legacy-attachment-types"];
 
+/// The entry types some step rewrites: an entry of any other type is current as written, and
+/// is handed over without a parse ([`crate::resume::body`]). A step for another type adds it.
+pub const KINDS: &[crate::transcript::envelope::Kind] =
+    &[crate::transcript::envelope::Kind::Attachment];
+
 /// The step functions, index for index with [`STEPS`] (the array length ties the two lists).
 /// Each rewrites one entry in place and says whether it changed something.
 const APPLY: [fn(&mut Value) -> bool; STEPS.len()] = [legacy_attachment_types];

@@ -1,0 +1,189 @@
+//! Resume at growing view lengths (SPEC B4, issue #11): the materialised view against its
+//! baselines, in one run.
+//!
+//! For each file size (10 MiB; `CHAINLOG_BENCH_GIB=1` adds 1 GiB) and each view length (about
+//! 50, 1,000 and 10,000 messages: compactions every so many bytes), a generated session is
+//! indexed once, then measured:
+//! - `lib/*`: [`Store::pending`] from the warm index, every line of the view read and
+//!   projected (what `chainlog resume --format jsonl` does, without the process);
+//! - `no_index/*`: the same answer from a full scan of the transcript (`--no-index`);
+//! - `cmd/*`: `chainlog resume --format jsonl FILE > /dev/null`, a process per call;
+//! - `node/*`: `node benches/node-loader.mjs FILE` (a Claude-Code-style whole-file loader), when
+//!   `node` is installed.
+//!
+//! Printed once per case: the view's length, and the peak RSS of `chainlog resume` and of
+//! `chainlog resume --no-index` (`/usr/bin/time -f %M`). Every case first checks that the
+//! index's answer came from the materialised view and equals the full scan's.
+
+use std::hint::black_box;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use chainlog::{ResumeOptions, Store};
+use chainlog_gen::{GenOptions, generate_to};
+use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
+
+const MIB: u64 = 1 << 20;
+
+fn sizes() -> Vec<u64> {
+    let mut s = vec![10 * MIB];
+    if std::env::var_os("CHAINLOG_BENCH_GIB").is_some() {
+        s.push(1024 * MIB);
+    }
+    s
+}
+
+/// Compaction spacing for a view of about `messages` messages (generated messages average
+/// ~4 KiB; the everything mix puts ~2 MiB behind a 50-message view).
+fn compact_every(messages: u64) -> u64 {
+    match messages {
+        0..=100 => 2 * MIB,
+        101..=2000 => 5 * MIB,
+        _ => 48 * MIB,
+    }
+}
+
+/// A generated session of about `bytes` with compactions every `every` bytes.
+fn transcript(dir: &Path, bytes: u64, every: u64) -> PathBuf {
+    let path = dir.join(format!(
+        "projects/-bench/s{}-{}.jsonl",
+        bytes / MIB,
+        every / MIB
+    ));
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let mut opts = GenOptions::everything(11, bytes);
+    opts.corruption = chainlog_gen::Corruption::default();
+    opts.compact_every_bytes = Some(every);
+    let mut f = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
+    generate_to(&opts, &mut f).unwrap();
+    f.flush().unwrap();
+    path
+}
+
+/// Reads the resume view of `path` line by line; returns the bytes handed over.
+fn resume(store: &Store, path: &Path, no_index: bool) -> u64 {
+    let opts = ResumeOptions {
+        no_index,
+        ..ResumeOptions::default()
+    };
+    let p = store.pending(path, &opts).unwrap();
+    let mut bytes = 0;
+    for e in p.lines().unwrap() {
+        bytes += e.unwrap().json.len() as u64;
+    }
+    bytes
+}
+
+fn chainlog(idx: &Path) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_chainlog"));
+    c.arg("--index-dir").arg(idx);
+    c
+}
+
+/// Peak RSS (KiB) of `cmd`, if `/usr/bin/time` is there.
+fn peak_rss(cmd: &Command) -> String {
+    let mut t = Command::new("/usr/bin/time");
+    t.args(["-f", "%M"])
+        .arg(cmd.get_program())
+        .args(cmd.get_args());
+    match t.stdout(Stdio::null()).output() {
+        Ok(o) if o.status.success() => String::from_utf8_lossy(&o.stderr)
+            .lines()
+            .last()
+            .unwrap_or("?")
+            .to_owned(),
+        _ => "?".into(),
+    }
+}
+
+fn node_available() -> bool {
+    Command::new("node")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+fn run(cmd: &mut Command) {
+    let st = cmd
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(st.success());
+}
+
+fn benches(c: &mut Criterion) {
+    let tmp = tempfile::tempdir().unwrap();
+    let node = node_available();
+    let loader = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/node-loader.mjs");
+    let mut g = c.benchmark_group("resume_view");
+    g.sample_size(10);
+    for size in sizes() {
+        for target in [50, 1_000, 10_000] {
+            let path = transcript(tmp.path(), size, compact_every(target));
+            let idx = tmp.path().join(format!("index-{}-{target}", size / MIB));
+            let store = Store::new(&idx);
+            // The first resume walks and stores the view; the next ones read it.
+            store
+                .conversation(&path, &ResumeOptions::default())
+                .unwrap();
+            let p = store.pending(&path, &ResumeOptions::default()).unwrap();
+            assert!(
+                p.answer().materialised,
+                "the warm resume was walked, not read from the materialised view"
+            );
+            let reference = store
+                .pending(
+                    &path,
+                    &ResumeOptions {
+                        no_index: true,
+                        ..ResumeOptions::default()
+                    },
+                )
+                .unwrap();
+            assert_eq!(
+                p.answer().resolution,
+                reference.answer().resolution,
+                "index and full scan disagree on {}",
+                path.display()
+            );
+            let len = p.chain().len();
+            let label = format!("{}MiB/{len}msgs", size / MIB);
+            let mut cmd = chainlog(&idx);
+            cmd.args(["resume", "--format", "jsonl"]).arg(&path);
+            let mut cold_cmd = chainlog(&idx);
+            cold_cmd
+                .args(["resume", "--no-index", "--format", "jsonl"])
+                .arg(&path);
+            eprintln!(
+                "resume_view/{label}: view of {len} messages, {} bytes; peak RSS chainlog resume {} KiB, --no-index {} KiB",
+                resume(&store, &path, false),
+                peak_rss(&cmd),
+                peak_rss(&cold_cmd)
+            );
+            g.bench_with_input(BenchmarkId::new("lib", &label), &path, |b, path| {
+                b.iter(|| black_box(resume(&store, path, false)));
+            });
+            g.bench_with_input(BenchmarkId::new("no_index", &label), &path, |b, path| {
+                b.iter(|| black_box(resume(&store, path, true)));
+            });
+            g.bench_function(BenchmarkId::new("cmd", &label), |b| {
+                b.iter(|| run(&mut cmd));
+            });
+            if node {
+                g.bench_with_input(BenchmarkId::new("node", &label), &path, |b, path| {
+                    b.iter(|| run(Command::new("node").arg(&loader).arg(path)));
+                });
+            }
+        }
+    }
+    g.finish();
+    if !node {
+        eprintln!("resume_view/node: node is not installed, not measured");
+    }
+}
+
+criterion_group!(resume_views, benches);
+criterion_main!(resume_views);

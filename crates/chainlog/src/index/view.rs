@@ -1,0 +1,402 @@
+//! The materialised resume view: the answer of a default resume (the chosen leaf, the resume
+//! view), kept current at catch-up, so a warm resume is one range read instead of a walk.
+//!
+//! # Design
+//! One table, `view`, keyed `(file, n)`: `n = 0` holds the [`Head`] (the leaf, how the walk
+//! ended, the bridges, and the [`Stamp`] of the file state it was computed for); `n = 1..=len`
+//! hold the chain's links root first, fixed [`LINK_LEN`]-byte records. Every value carries the
+//! key-covering checksum of [`super::codec`], and the head records how many links follow, so a
+//! damaged value or key is caught ([`IndexFault::Damaged`]) instead of answered.
+//!
+//! The view is written by a default resume that had to walk (the file changed, or no view was
+//! stored for its state): the walk and the read of its lines were needed for the answer
+//! anyway, and the view is their by-product, stored in its own transaction
+//! ([`super::Store::store_view`]). A catch-up never walks: it reads only new bytes. A view whose
+//! stamp is not the file's current state (appended since, or another process's newer
+//! catch-up) is not used: the resume walks as before and stores it again.
+
+use redb::{ReadableTable, WriteTransaction};
+use serde::{Deserialize, Serialize};
+
+use super::codec::{decode, encode, key_of, tag, untag};
+use super::guard::read;
+use super::schema::{FileState, VIEW};
+use super::state::IndexFault;
+use crate::chain::{
+    ChainBreak, ChainBridge, LeafRule, Link, Resolution, ResolveOptions, Stop, View,
+};
+use crate::resume::Interrupt;
+use crate::transcript::envelope::Kind;
+use crate::transcript::frame::LinePos;
+use crate::transcript::id::Id;
+
+/// The options whose answer is materialised: what `resume` and `continue` ask by default.
+pub const OPTIONS: ResolveOptions = ResolveOptions {
+    leaf: None,
+    view: View::Resume,
+    list_leaves: false,
+};
+
+/// Whether the materialised view answers `opts`.
+pub fn serves(opts: &ResolveOptions) -> bool {
+    opts.leaf.is_none() && opts.view == View::Resume && !opts.list_leaves
+}
+
+/// Which state of the file a view was computed for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+struct Stamp {
+    dev: u64,
+    ino: u64,
+    indexed_len: u64,
+    lines: u64,
+    rows: u32,
+    tail_hash: [u8; 16],
+}
+
+impl Stamp {
+    fn of(st: &FileState) -> Stamp {
+        Stamp {
+            dev: st.dev,
+            ino: st.ino,
+            indexed_len: st.indexed_len,
+            lines: st.lines,
+            rows: st.rows,
+            tail_hash: st.tail_hash,
+        }
+    }
+}
+
+/// Everything of a [`Resolution`] but its links (`leaves` is empty: [`OPTIONS`] lists none).
+#[derive(Debug, Serialize, Deserialize)]
+struct Head {
+    stamp: Stamp,
+    len: u32,
+    leaf: Option<(Id, u8)>,
+    /// 0: a root; 1: a missing parent `(child, parent)`; 2: a cycle at the first id.
+    stop: Option<(u8, Id, Id)>,
+    chain_break: Option<(Id, Id, LinePos, f64)>,
+    bridges: Vec<(Id, Id, Id, LinePos, i64)>,
+    live: u64,
+    session: Option<u64>,
+    /// How the view ends ([`Interrupt`]): 0 none, 1 an interrupted prompt, 2 a cut turn.
+    interrupt: u8,
+}
+
+const INTERRUPTS: [Interrupt; 3] = [
+    Interrupt::None,
+    Interrupt::InterruptedPrompt,
+    Interrupt::InterruptedTurn,
+];
+
+const RULES: [LeafRule; 5] = [
+    LeafRule::Requested,
+    LeafRule::LastPrompt,
+    LeafRule::NewerThanCheckpoint,
+    LeafRule::Newest,
+    LeafRule::NewestSidechain,
+];
+
+fn rule_code(rule: LeafRule) -> u8 {
+    RULES.iter().position(|r| *r == rule).unwrap_or(0) as u8
+}
+
+/// Bytes of one link record (before the checksum): uuid, line, offset, length, kind, flags,
+/// parent, written parent.
+pub const LINK_LEN: usize = 16 + 8 + 8 + 8 + 1 + 1 + 16 + 16;
+
+const HAS_PARENT: u8 = 1;
+const HAS_WRITTEN: u8 = 2;
+const SPLICED: u8 = 4;
+const ZERO_USAGE: u8 = 8;
+
+fn encode_link(l: &Link) -> Vec<u8> {
+    let mut b = Vec::with_capacity(LINK_LEN + 4);
+    b.extend_from_slice(&l.uuid.0);
+    b.extend_from_slice(&l.pos.line.to_le_bytes());
+    b.extend_from_slice(&l.pos.offset.to_le_bytes());
+    b.extend_from_slice(&l.pos.len.to_le_bytes());
+    b.push(u8::from(l.kind));
+    let flags = [
+        (l.parent.is_some(), HAS_PARENT),
+        (l.written_parent.is_some(), HAS_WRITTEN),
+        (l.spliced, SPLICED),
+        (l.zero_usage, ZERO_USAGE),
+    ]
+    .iter()
+    .filter(|(on, _)| *on)
+    .fold(0, |f, (_, bit)| f | bit);
+    b.push(flags);
+    b.extend_from_slice(&l.parent.map_or([0; 16], |p| p.0));
+    b.extend_from_slice(&l.written_parent.map_or([0; 16], |p| p.0));
+    b
+}
+
+fn decode_link(b: &[u8]) -> Option<Link> {
+    if b.len() != LINK_LEN {
+        return None;
+    }
+    let id = |at: usize| Id(b[at..at + 16].try_into().expect("16 bytes"));
+    let num = |at: usize| u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"));
+    let flags = b[41];
+    Some(Link {
+        uuid: id(0),
+        pos: LinePos {
+            line: num(16),
+            offset: num(24),
+            len: num(32),
+        },
+        kind: Kind::try_from(b[40]).ok()?,
+        parent: (flags & HAS_PARENT != 0).then(|| id(42)),
+        written_parent: (flags & HAS_WRITTEN != 0).then(|| id(58)),
+        spliced: flags & SPLICED != 0,
+        zero_usage: flags & ZERO_USAGE != 0,
+    })
+}
+
+fn head_of(st: &FileState, res: &Resolution, interrupt: Interrupt) -> Head {
+    Head {
+        stamp: Stamp::of(st),
+        len: u32::try_from(res.chain.len()).unwrap_or(u32::MAX),
+        leaf: res.leaf.map(|(id, rule)| (id, rule_code(rule))),
+        stop: res.stop.map(|s| match s {
+            Stop::Root => (0, Id([0; 16]), Id([0; 16])),
+            Stop::MissingParent { child, parent } => (1, child, parent),
+            Stop::Cycle { at } => (2, at, Id([0; 16])),
+        }),
+        chain_break: res
+            .chain_break
+            .as_ref()
+            .map(|b| (b.child, b.parent, b.pos, b.reachable_fraction)),
+        bridges: res
+            .bridges
+            .iter()
+            .map(|b| (b.child, b.missing, b.to, b.pos, b.gap_ms))
+            .collect(),
+        live: res.live as u64,
+        session: res.session,
+        interrupt: INTERRUPTS.iter().position(|i| *i == interrupt).unwrap_or(0) as u8,
+    }
+}
+
+/// A view read back: the answer and how its conversation ends.
+pub struct Stored {
+    /// The answer of [`OPTIONS`].
+    pub resolution: Resolution,
+    /// [`crate::resume::detect`] of its lines.
+    pub interrupt: Interrupt,
+}
+
+/// Replaces the stored view of `st.file` with `res` (the answer of [`OPTIONS`] for `st`)
+/// whose lines end as `interrupt` says.
+pub fn store(
+    txn: &WriteTransaction,
+    st: &FileState,
+    res: &Resolution,
+    interrupt: Interrupt,
+) -> Result<(), redb::Error> {
+    let f = st.file;
+    let mut t = txn.open_table(VIEW)?;
+    t.retain_in((f, 0)..=(f, u32::MAX), |_, _| false)?;
+    let head = head_of(st, res, interrupt);
+    if head.len as usize != res.chain.len() || head.len == u32::MAX {
+        return Ok(());
+    }
+    t.insert((f, 0), encode(&key_of(f, 0), &head).as_slice())?;
+    for (n, link) in (1..).zip(&res.chain) {
+        t.insert(
+            (f, n),
+            tag(&key_of(f, u64::from(n)), encode_link(link)).as_slice(),
+        )?;
+    }
+    Ok(())
+}
+
+/// Drops the stored view of file `f`.
+pub fn clear(txn: &WriteTransaction, f: u32) -> Result<(), redb::Error> {
+    txn.open_table(VIEW)?
+        .retain_in((f, 0)..=(f, u32::MAX), |_, _| false)?;
+    Ok(())
+}
+
+/// The stored view of `st`, read with one range scan; `None` when none was stored for this
+/// state of the file; [`IndexFault::Damaged`] when a value fails its checksum or links are
+/// missing.
+pub fn load(
+    t: &impl ReadableTable<(u32, u32), &'static [u8]>,
+    st: &FileState,
+) -> Result<Option<Stored>, IndexFault> {
+    let f = st.file;
+    let damaged = |what: String| IndexFault::damaged("view", what);
+    let mut range = read("view", || t.range((f, 0)..=(f, u32::MAX)))?;
+    let Some(first) = range.next() else {
+        return Ok(None);
+    };
+    let (k, v) = read("view", || first)?;
+    if k.value() != (f, 0) {
+        return Err(damaged("the first record is not the head".into()));
+    }
+    let Some(head) = decode::<Head>(&key_of(f, 0), v.value()) else {
+        return Err(damaged("the head fails its checksum".into()));
+    };
+    if head.stamp != Stamp::of(st) {
+        return Ok(None);
+    }
+    let mut chain = Vec::with_capacity(head.len as usize);
+    for item in range {
+        let (k, v) = read("view", || item)?;
+        let n = k.value().1;
+        if n as usize != chain.len() + 1 {
+            return Err(damaged(format!("record {n} out of order")));
+        }
+        let link = untag(&key_of(f, u64::from(n)), v.value())
+            .and_then(decode_link)
+            .ok_or_else(|| damaged(format!("record {n} fails its checksum")))?;
+        chain.push(link);
+    }
+    if chain.len() != head.len as usize {
+        return Err(damaged(format!(
+            "{} records stored, {} expected",
+            chain.len(),
+            head.len
+        )));
+    }
+    let leaf = match head.leaf {
+        Some((id, code)) => Some((
+            id,
+            *RULES
+                .get(code as usize)
+                .ok_or_else(|| damaged("unknown leaf rule".into()))?,
+        )),
+        None => None,
+    };
+    let stop = match head.stop {
+        None => None,
+        Some((0, _, _)) => Some(Stop::Root),
+        Some((1, child, parent)) => Some(Stop::MissingParent { child, parent }),
+        Some((2, at, _)) => Some(Stop::Cycle { at }),
+        Some(_) => return Err(damaged("unknown walk end".into())),
+    };
+    let interrupt = *INTERRUPTS
+        .get(head.interrupt as usize)
+        .ok_or_else(|| damaged("unknown interrupt".into()))?;
+    let resolution = Resolution {
+        leaf,
+        chain,
+        stop,
+        chain_break: head
+            .chain_break
+            .map(|(child, parent, pos, reachable_fraction)| ChainBreak {
+                child,
+                parent,
+                pos,
+                reachable_fraction,
+            }),
+        bridges: head
+            .bridges
+            .into_iter()
+            .map(|(child, missing, to, pos, gap_ms)| ChainBridge {
+                child,
+                missing,
+                to,
+                pos,
+                gap_ms,
+            })
+            .collect(),
+        live: usize::try_from(head.live).map_err(|_| damaged("live count".into()))?,
+        leaves: Vec::new(),
+        session: head.session,
+    };
+    Ok(Some(Stored {
+        resolution,
+        interrupt,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::index::Store;
+    use std::io::Write;
+
+    fn line(n: u64, parent: Option<u64>) -> String {
+        let id = |n: u64| format!("00000000-0000-4000-8000-{n:012x}");
+        let parent = parent.map_or("null".to_owned(), |p| format!("\"{}\"", id(p)));
+        let ty = if n % 2 == 1 { "user" } else { "assistant" };
+        format!(
+            r#"{{"parentUuid":{parent},"type":"{ty}","message":{{"role":"{ty}","content":"x"}},"uuid":"{}","sessionId":"s","timestamp":"2026-01-01T00:00:0{n}.000Z"}}"#,
+            id(n)
+        ) + "\n"
+    }
+
+    /// A view stored for an older state of the file (the file caught up since without a
+    /// resume) is not served: the answer is walked, and that resume stores the view again.
+    #[test]
+    fn a_view_of_an_older_state_is_not_served() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("p/t.jsonl");
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, line(1, None) + &line(2, Some(1))).unwrap();
+        let store = Store::new(dir.path().join("idx"));
+        let resume = || store.conversation(&path, &crate::ResumeOptions::default());
+        store.catch_up(&path).unwrap();
+        assert!(
+            store.materialised(&path).unwrap().is_none(),
+            "a catch-up walked"
+        );
+        resume().unwrap();
+        let stored = store
+            .materialised(&path)
+            .unwrap()
+            .expect("a view is stored");
+        assert_eq!(stored.resolution.chain.len(), 2);
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap();
+        f.write_all(line(3, Some(2)).as_bytes()).unwrap();
+        store.catch_up(&path).unwrap();
+        assert!(
+            store.materialised(&path).unwrap().is_none(),
+            "the view of the older state was served"
+        );
+        let walked = store.resolve_indexed(&path, OPTIONS).unwrap().unwrap();
+        assert!(!walked.materialised);
+        assert_eq!(walked.resolution.chain.len(), 3);
+        resume().unwrap();
+        let again = store.materialised(&path).unwrap().expect("stored again");
+        assert_eq!(again.resolution, walked.resolution);
+    }
+
+    #[test]
+    fn a_link_survives_its_record() {
+        let mut l = Link {
+            uuid: Id([1; 16]),
+            pos: LinePos {
+                line: 7,
+                offset: 1 << 40,
+                len: 99,
+            },
+            kind: Kind::Assistant,
+            parent: Some(Id([2; 16])),
+            written_parent: None,
+            spliced: true,
+            zero_usage: false,
+        };
+        assert_eq!(decode_link(&encode_link(&l)), Some(l.clone()));
+        l.written_parent = Some(Id([3; 16]));
+        l.parent = None;
+        l.spliced = false;
+        l.zero_usage = true;
+        l.kind = Kind::User;
+        assert_eq!(encode_link(&l).len(), LINK_LEN);
+        assert_eq!(decode_link(&encode_link(&l)), Some(l));
+    }
+
+    #[test]
+    fn every_rule_has_a_code() {
+        for r in RULES {
+            assert_eq!(RULES[rule_code(r) as usize], r);
+        }
+        assert_eq!(INTERRUPTS.len(), 3, "a new interrupt needs a code");
+    }
+}
