@@ -18,7 +18,7 @@ use std::collections::HashMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use redb::{ReadableDatabase, ReadableTable, ReadableTableMetadata};
+use redb::{ReadOnlyTable, ReadableDatabase, ReadableTable, ReadableTableMetadata};
 
 use super::list::FactsSource;
 use super::{SessionFacts, scan_session_facts};
@@ -78,12 +78,18 @@ impl Row {
 
 #[derive(Default)]
 struct Slot {
-    /// Every row of the sidecar in key order, read with one range scan when the slot is
-    /// first used.
-    rows: Vec<(Box<str>, Box<[u8]>)>,
-    opened: bool,
+    /// Every row of the sidecar in key order, read with one range scan when many files of
+    /// it are asked for at once ([`FactsCache::facts_all`]).
+    rows: Option<Rows>,
+    /// The sidecar's `listing` table in one read transaction, for single lookups
+    /// ([`FactsCache::facts`] before any `facts_all`).
+    table: Option<ReadOnlyTable<&'static str, &'static [u8]>>,
+    table_opened: bool,
     pending: Vec<(String, Vec<u8>)>,
 }
+
+/// Rows of a sidecar in key order.
+type Rows = Vec<(Box<str>, Box<[u8]>)>;
 
 /// What a row says about a file.
 enum Probe {
@@ -122,7 +128,21 @@ impl<'s> FactsCache<'s> {
     /// not change.
     pub fn facts(&mut self, path: &Path) -> Result<SessionFacts> {
         let (slot, key) = self.locate(path);
-        match probe(&self.slots[slot].1.rows, path, key)? {
+        let probed = {
+            let (db_path, s) = &mut self.slots[slot];
+            if let Some(rows) = &s.rows {
+                probe(rows, path, key)
+            } else {
+                if !s.table_opened {
+                    s.table_opened = true;
+                    // On a worker: a stopped writer mid-commit must not hold the listing.
+                    let p = db_path.clone();
+                    s.table = crate::index::wait::bounded(move || open_table(&p)).flatten();
+                }
+                probe_one(s.table.as_ref(), path, key)
+            }
+        };
+        match probed? {
             Probe::Hit(f) => {
                 self.cached += 1;
                 Ok(f)
@@ -142,12 +162,14 @@ impl<'s> FactsCache<'s> {
             .iter()
             .map(|p| {
                 let (slot, key) = self.locate(p);
+                self.load_rows(slot);
                 (p, slot, key)
             })
             .collect();
         let slots = &self.slots;
         let probed = par_map(located, 256, |(path, slot, key)| {
-            (slot, path, probe(&slots[slot].1.rows, path, key))
+            let rows = slots[slot].1.rows.as_deref().unwrap_or_default();
+            (slot, path, probe(rows, path, key))
         });
         let mut out: Vec<Option<Result<SessionFacts>>> = Vec::with_capacity(paths.len());
         let mut misses = Vec::new();
@@ -198,16 +220,21 @@ impl<'s> FactsCache<'s> {
             Some(name) => canon_dir.join(name).to_string_lossy().into_owned(),
             None => Store::key(path),
         };
-        let (db_path, slot) = &mut self.slots[slot_no];
-        if !slot.opened {
-            slot.opened = true;
+        (slot_no, key)
+    }
+
+    /// Reads every row of the slot's sidecar (once).
+    fn load_rows(&mut self, slot: usize) {
+        let (db_path, s) = &mut self.slots[slot];
+        if s.rows.is_none() {
             // On a worker: a stopped writer mid-commit must not hold the listing (`wait`).
             let p = db_path.clone();
-            slot.rows = crate::index::wait::bounded(move || read_rows(&p))
-                .flatten()
-                .unwrap_or_default();
+            s.rows = Some(
+                crate::index::wait::bounded(move || read_rows(&p))
+                    .flatten()
+                    .unwrap_or_default(),
+            );
         }
-        (slot_no, key)
     }
 
     /// Counts a scan and queues its row (only facts of a file that did not change while it
@@ -239,6 +266,7 @@ impl<'s> FactsCache<'s> {
     /// `crate::index::wait::LOCK_WAIT` (a stopped process) is skipped too.
     pub fn flush(self) -> Result<()> {
         for (db_path, slot) in self.slots {
+            drop(slot.table);
             if slot.pending.is_empty() {
                 continue;
             }
@@ -263,14 +291,42 @@ impl FactsSource for FactsCache<'_> {
 fn probe(rows: &[(Box<str>, Box<[u8]>)], path: &Path, key: String) -> Result<Probe> {
     let stat = Stat::of(path)?;
     if let Ok(at) = rows.binary_search_by(|(k, _)| (**k).cmp(key.as_str()))
-        && let Some((row, facts)) = Row::header(&key, &rows[at].1)
-        && row.stat == stat
-        && settled(row.stat.mtime_ns, row.checked_at_ns)
-        && let Ok(facts) = rmp_serde::from_slice::<SessionFacts>(facts)
+        && let Some(facts) = current(&key, &rows[at].1, stat)
     {
         return Ok(Probe::Hit(facts));
     }
     Ok(Probe::Miss { stat, key })
+}
+
+/// Stats `path` and checks its row with one lookup in `table`.
+fn probe_one(
+    table: Option<&ReadOnlyTable<&'static str, &'static [u8]>>,
+    path: &Path,
+    key: String,
+) -> Result<Probe> {
+    let stat = Stat::of(path)?;
+    let bytes = table.and_then(|t| {
+        crate::index::guard::read("listing", || {
+            Ok::<_, redb::StorageError>(t.get(key.as_str())?.map(|v| v.value().to_vec()))
+        })
+        .ok()
+        .flatten()
+    });
+    if let Some(bytes) = bytes
+        && let Some(facts) = current(&key, &bytes, stat)
+    {
+        return Ok(Probe::Hit(facts));
+    }
+    Ok(Probe::Miss { stat, key })
+}
+
+/// The facts of a row stored under `key`, if it is intact and current for `stat`.
+fn current(key: &str, bytes: &[u8], stat: Stat) -> Option<SessionFacts> {
+    let (row, facts) = Row::header(key, bytes)?;
+    if row.stat != stat || !settled(row.stat.mtime_ns, row.checked_at_ns) {
+        return None;
+    }
+    rmp_serde::from_slice(facts).ok()
 }
 
 /// `f` over `items` in order, on up to `available_parallelism` threads, each taking at least
@@ -319,8 +375,15 @@ fn scan(path: &Path, stat: Stat) -> (Result<SessionFacts>, Option<i128>) {
     (facts, same.then_some(checked_at_ns))
 }
 
+/// A sidecar's `listing` table in a read transaction, for single lookups.
+fn open_table(db_path: &Path) -> Option<ReadOnlyTable<&'static str, &'static [u8]>> {
+    let db = open::open_read_only(db_path)?;
+    let txn = crate::index::wait::waiting(|| db.begin_read()).ok()?;
+    crate::index::guard::read("listing", || txn.open_table(LISTING)).ok()
+}
+
 /// Every row of a sidecar's `listing` table: one read transaction, one range scan.
-fn read_rows(db_path: &Path) -> Option<Vec<(Box<str>, Box<[u8]>)>> {
+fn read_rows(db_path: &Path) -> Option<Rows> {
     let db = open::open_read_only(db_path)?;
     let txn = crate::index::wait::waiting(|| db.begin_read()).ok()?;
     crate::index::guard::read("listing", || {

@@ -342,6 +342,7 @@ fn facts_from(
         lines,
         t,
         chain,
+        last: std::cell::RefCell::default(),
     };
     let first = reader.first_with(|v| v.get("cwd").is_some())?;
     let field = |v: &Option<Value>, k: &str| {
@@ -416,12 +417,22 @@ struct ChainReader<'a> {
     lines: &'a Lines<'a>,
     t: &'a Transcript,
     chain: &'a [Link],
+    /// The last line read (its offset and value): the first prompt is usually the line the
+    /// `cwd` came from.
+    last: std::cell::RefCell<Option<(u64, Option<Value>)>>,
 }
 
 impl ChainReader<'_> {
     fn read(&self, link: &Link) -> Result<Option<Value>> {
+        if let Some((offset, v)) = &*self.last.borrow()
+            && *offset == link.pos.offset
+        {
+            return Ok(v.clone());
+        }
         let raw = self.lines.line(self.path, link.pos)?;
-        Ok(entry(raw, link, &self.t.names, self.path)?.value())
+        let v = entry(raw, link, &self.t.names, self.path)?.value();
+        *self.last.borrow_mut() = Some((link.pos.offset, v.clone()));
+        Ok(v)
     }
 
     /// The first chain entry satisfying `want` (or the first entry when none does, within a
