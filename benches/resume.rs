@@ -1,9 +1,10 @@
 //! Resume at growing view lengths (SPEC B4, issue #11): the materialised view against its
 //! baselines, in one run.
 //!
-//! For each file size (10 MiB; `CHAINLOG_BENCH_GIB=1` adds 1 GiB) and each view length (about
-//! 50, 1,000 and 10,000 messages: compactions every so many bytes), a generated session is
-//! indexed once, then measured:
+//! For each file size (10 MiB; `CHAINLOG_BENCH_GIB=1` adds 1 GiB) and each view length (a
+//! generated session whose own view is short — compactions every 2 MiB — then 0, 1,000 or
+//! 10,000 messages chained after its leaf), the session is indexed and resumed once (the
+//! resume that walks stores the view), then measured:
 //! - `lib/*`: [`Store::pending`] from the warm index, every line of the view read and
 //!   projected (what `chainlog resume --format jsonl` does, without the process);
 //! - `no_index/*`: the same answer from a full scan of the transcript (`--no-index`);
@@ -34,29 +35,47 @@ fn sizes() -> Vec<u64> {
     s
 }
 
-/// Compaction spacing for a view of about `messages` messages (generated messages average
-/// ~4 KiB; the everything mix puts ~2 MiB behind a 50-message view).
-fn compact_every(messages: u64) -> u64 {
-    match messages {
-        0..=100 => 2 * MIB,
-        101..=2000 => 5 * MIB,
-        _ => 48 * MIB,
-    }
-}
-
-/// A generated session of about `bytes` with compactions every `every` bytes.
-fn transcript(dir: &Path, bytes: u64, every: u64) -> PathBuf {
-    let path = dir.join(format!(
-        "projects/-bench/s{}-{}.jsonl",
-        bytes / MIB,
-        every / MIB
-    ));
+/// A generated session of about `bytes` (compactions every 2 MiB, so its own resume view is
+/// short), then `tail` messages of ~1 KiB chained after its leaf: the view is about `tail`
+/// messages longer.
+fn transcript(dir: &Path, bytes: u64, tail: u64) -> PathBuf {
+    let path = dir.join(format!("projects/-bench/s{}-{tail}.jsonl", bytes / MIB));
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    let mut opts = GenOptions::everything(11, bytes);
+    let mut opts = GenOptions::everything(11, bytes.saturating_sub(tail * 1100).max(MIB));
     opts.corruption = chainlog_gen::Corruption::default();
-    opts.compact_every_bytes = Some(every);
+    opts.compact_every_bytes = Some(2 * MIB);
     let mut f = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
     generate_to(&opts, &mut f).unwrap();
+    f.flush().unwrap();
+    drop(f);
+    let t = chainlog::reference::Transcript::open(&path).unwrap();
+    let res = chainlog::reference::resolve(&t, chainlog::reference::ResolveOptions::default())
+        .unwrap();
+    let mut parent = t.names.name(res.leaf.unwrap().0);
+    let mut f = std::io::BufWriter::new(
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap(),
+    );
+    let text = "x".repeat(900);
+    for n in 0..tail {
+        let uuid = format!("00000000-0000-4000-8000-{n:012x}");
+        let (ty, content) = if n % 2 == 0 {
+            ("user", format!(r#""{text}""#))
+        } else {
+            ("assistant", format!(r#"[{{"type":"text","text":"{text}"}}]"#))
+        };
+        writeln!(
+            f,
+            r#"{{"parentUuid":"{parent}","isSidechain":false,"userType":"external","cwd":"/bench","sessionId":"bench","version":"2.1.88","type":"{ty}","message":{{"role":"{ty}","content":{content}}},"uuid":"{uuid}","timestamp":"2031-01-01T{:02}:{:02}:{:02}.000Z"}}"#,
+            n / 3600,
+            n / 60 % 60,
+            n % 60
+        )
+        .unwrap();
+        parent = uuid;
+    }
     f.flush().unwrap();
     path
 }
@@ -121,9 +140,9 @@ fn benches(c: &mut Criterion) {
     let mut g = c.benchmark_group("resume_view");
     g.sample_size(10);
     for size in sizes() {
-        for target in [50, 1_000, 10_000] {
-            let path = transcript(tmp.path(), size, compact_every(target));
-            let idx = tmp.path().join(format!("index-{}-{target}", size / MIB));
+        for tail in [0, 1_000, 10_000] {
+            let path = transcript(tmp.path(), size, tail);
+            let idx = tmp.path().join(format!("index-{}-{tail}", size / MIB));
             let store = Store::new(&idx);
             // The first resume walks and stores the view; the next ones read it.
             store

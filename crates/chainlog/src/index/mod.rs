@@ -270,17 +270,25 @@ impl Store {
         let t = transcript.to_path_buf();
         let res = ans.resolution.clone();
         self.bounded(transcript, move |s| {
-            let db = IndexDb::open(&s.db_path(&t))?;
-            let txn = db.begin_write().map_err(|e| db.err(e))?;
-            {
-                let files = txn.open_table(FILES).map_err(|e| db.err(e))?;
-                if ingest::file_state(&files, &Self::key(&t)).ok().flatten() != Some(st.clone()) {
-                    return Ok(());
+            let mut db = IndexDb::open(&s.db_path(&t))?;
+            // redb panics on some damaged pages, writes included (see `guard`): damage found
+            // here starts the sidecar over, as a damaged read does.
+            let stored = open::isolate(|| {
+                let txn = db.begin_write().map_err(|e| db.err(e))?;
+                {
+                    let files = txn.open_table(FILES).map_err(|e| db.err(e))?;
+                    if ingest::file_state(&files, &Self::key(&t)).ok().flatten() != Some(st.clone())
+                    {
+                        return Ok(());
+                    }
                 }
+                view::store(&txn, &st, &res, interrupt).map_err(|e| db.err(e))?;
+                txn.commit().map_err(|e| db.err(e))
+            });
+            match stored {
+                Some(r) => r,
+                None => db.start_over(),
             }
-            view::store(&txn, &st, &res, interrupt).map_err(|e| db.err(e))?;
-            txn.commit().map_err(|e| db.err(e))?;
-            Ok(())
         })
     }
 

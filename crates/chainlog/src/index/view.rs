@@ -227,28 +227,31 @@ pub fn load(
 ) -> Result<Option<Stored>, IndexFault> {
     let f = st.file;
     let damaged = |what: String| IndexFault::damaged("view", what);
-    let mut range = read("view", || t.range((f, 0)..=(f, u32::MAX)))?;
-    let Some(first) = range.next() else {
+    // One range scan with its iteration and values under the guard (redb code only).
+    let records = read("view", || {
+        t.range((f, 0)..=(f, u32::MAX))?
+            .map(|item| item.map(|(k, v)| (k.value().1, v.value().to_vec())))
+            .collect::<Result<Vec<_>, redb::StorageError>>()
+    })?;
+    let mut records = records.into_iter();
+    let Some((n, v)) = records.next() else {
         return Ok(None);
     };
-    let (k, v) = read("view", || first)?;
-    if k.value() != (f, 0) {
+    if n != 0 {
         return Err(damaged("the first record is not the head".into()));
     }
-    let Some(head) = decode::<Head>(&key_of(f, 0), v.value()) else {
+    let Some(head) = decode::<Head>(&key_of(f, 0), &v) else {
         return Err(damaged("the head fails its checksum".into()));
     };
     if head.stamp != Stamp::of(st) {
         return Ok(None);
     }
-    let mut chain = Vec::with_capacity(head.len as usize);
-    for item in range {
-        let (k, v) = read("view", || item)?;
-        let n = k.value().1;
+    let mut chain = Vec::with_capacity(records.len());
+    for (n, v) in records {
         if n as usize != chain.len() + 1 {
             return Err(damaged(format!("record {n} out of order")));
         }
-        let link = untag(&key_of(f, u64::from(n)), v.value())
+        let link = untag(&key_of(f, u64::from(n)), &v)
             .and_then(decode_link)
             .ok_or_else(|| damaged(format!("record {n} fails its checksum")))?;
         chain.push(link);
