@@ -49,8 +49,8 @@ fn transcript(dir: &Path, bytes: u64, tail: u64) -> PathBuf {
     f.flush().unwrap();
     drop(f);
     let t = chainlog::reference::Transcript::open(&path).unwrap();
-    let res = chainlog::reference::resolve(&t, chainlog::reference::ResolveOptions::default())
-        .unwrap();
+    let res =
+        chainlog::reference::resolve(&t, chainlog::reference::ResolveOptions::default()).unwrap();
     let mut parent = t.names.name(res.leaf.unwrap().0);
     let mut f = std::io::BufWriter::new(
         std::fs::OpenOptions::new()
@@ -64,7 +64,10 @@ fn transcript(dir: &Path, bytes: u64, tail: u64) -> PathBuf {
         let (ty, content) = if n % 2 == 0 {
             ("user", format!(r#""{text}""#))
         } else {
-            ("assistant", format!(r#"[{{"type":"text","text":"{text}"}}]"#))
+            (
+                "assistant",
+                format!(r#"[{{"type":"text","text":"{text}"}}]"#),
+            )
         };
         writeln!(
             f,

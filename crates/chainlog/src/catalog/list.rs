@@ -257,7 +257,7 @@ pub fn sort_sessions(sessions: &mut [SessionFacts], by: SortBy) {
     // RFC 3339 UTC strings of one fixed format order as their instants. The keys are taken
     // once and borrowed; the order is found on them and applied with swaps (a session's
     // facts are hundreds of bytes: they are not moved around by the sort).
-    let mut keyed: Vec<((bool, Option<&str>), &[u8], usize)> = sessions
+    let mut keyed: Vec<SortKey<'_>> = sessions
         .iter()
         .enumerate()
         .map(|(i, f)| {
@@ -276,6 +276,10 @@ pub fn sort_sessions(sessions: &mut [SessionFacts], by: SortBy) {
     let order: Vec<usize> = keyed.into_iter().map(|(_, _, i)| i).collect();
     permute(sessions, &order);
 }
+
+/// A session's place in a listing: (has a message time, the time), its path's bytes (ties),
+/// its index.
+type SortKey<'a> = ((bool, Option<&'a str>), &'a [u8], usize);
 
 /// Puts at each position `i` of `items` the item that was at `order[i]` (`order` is a
 /// permutation), following its cycles with swaps.

@@ -122,11 +122,12 @@ impl Iterator for Lines<'_> {
     type Item = Result<ViewEntry>;
 
     fn next(&mut self) -> Option<Result<ViewEntry>> {
-        if self.ready.is_empty() && self.next < self.links.len() {
-            if let Err(e) = self.fill() {
-                self.next = self.links.len();
-                return Some(Err(e));
-            }
+        if self.ready.is_empty()
+            && self.next < self.links.len()
+            && let Err(e) = self.fill()
+        {
+            self.next = self.links.len();
+            return Some(Err(e));
         }
         self.ready.pop_front().map(Ok)
     }
