@@ -21,6 +21,9 @@ pub struct Agents {
     pub source: Source,
 }
 
+/// The largest transcript whose listing row `chainlog index` fills.
+pub const LISTING_FILL_MAX: u64 = 1 << 20;
+
 /// What [`Store::prepare_listing`] did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ListingRows {
@@ -107,10 +110,15 @@ impl Store {
     /// Fills the listing rows of the session files among `paths` (`chainlog index` does
     /// after its catch-ups), so the next listing of them reads no transcript. Returns how
     /// many were scanned and how many rows were already current.
+    ///
+    /// Files larger than [`LISTING_FILL_MAX`] are left to the first listing: their facts
+    /// come from a full scan, which would make an `index` after a one-line append cost a
+    /// read of the whole file.
     pub fn prepare_listing(&self, paths: &[PathBuf]) -> Result<ListingRows> {
         let sessions: Vec<PathBuf> = paths
             .iter()
             .filter(|p| catalog::discover::session_id_of(p).is_some())
+            .filter(|p| std::fs::metadata(p).is_ok_and(|m| m.len() <= LISTING_FILL_MAX))
             .cloned()
             .collect();
         let mut cache = FactsCache::new(self);

@@ -140,8 +140,13 @@ impl<'s> FactsCache<'s> {
                 if !s.table_opened {
                     s.table_opened = true;
                     // On a worker: a stopped writer mid-commit must not hold the listing.
-                    let p = db_path.clone();
-                    s.table = crate::index::wait::bounded(move || open_table(&p)).flatten();
+                    if !self.store.is_busy(db_path) {
+                        let p = db_path.clone();
+                        match crate::index::wait::bounded(move || open_table(&p)) {
+                            Some(t) => s.table = t,
+                            None => self.store.mark_busy(db_path),
+                        }
+                    }
                 }
                 probe_one(s.table.as_ref(), path, key)
             }
@@ -231,13 +236,19 @@ impl<'s> FactsCache<'s> {
     fn load_rows(&mut self, slot: usize) {
         let (db_path, s) = &mut self.slots[slot];
         if s.rows.is_none() {
-            // On a worker: a stopped writer mid-commit must not hold the listing (`wait`).
-            let p = db_path.clone();
-            s.rows = Some(
-                crate::index::wait::bounded(move || read_rows(&p))
-                    .flatten()
-                    .unwrap_or_default(),
-            );
+            // On a worker: a stopped writer mid-commit must not hold the listing (`wait`); a
+            // sidecar found busy is skipped by this store's later operations.
+            let rows = if self.store.is_busy(db_path) {
+                None
+            } else {
+                let p = db_path.clone();
+                let r = crate::index::wait::bounded(move || read_rows(&p));
+                if r.is_none() {
+                    self.store.mark_busy(db_path);
+                }
+                r.flatten()
+            };
+            s.rows = Some(rows.unwrap_or_default());
         }
     }
 
@@ -271,11 +282,14 @@ impl<'s> FactsCache<'s> {
     pub fn flush(self) -> Result<()> {
         for (db_path, slot) in self.slots {
             drop(slot.table);
-            if slot.pending.is_empty() {
+            if slot.pending.is_empty() || self.store.is_busy(&db_path) {
                 continue;
             }
             let pending = slot.pending;
-            crate::index::wait::bounded(move || write_rows(&db_path, &pending));
+            let p = db_path.clone();
+            if crate::index::wait::bounded(move || write_rows(&p, &pending)).is_none() {
+                self.store.mark_busy(&db_path);
+            }
         }
         Ok(())
     }
