@@ -10,7 +10,8 @@
 //!
 //! Sizes: 10 MiB and 100 MiB by default; `CHAINLOG_BENCH_GIB=1` adds 1 GiB.
 //! Every benchmark first checks that the index answers exactly what the full scan answers.
-//! Index size / transcript size is printed once per file.
+//! Index size / transcript size is printed once per file, and for the real transcripts and a
+//! generated tree of varied sessions (`index size/*`).
 
 use std::hint::black_box;
 use std::io::Write;
@@ -71,8 +72,73 @@ fn check_same(store: &Store, path: &Path) {
     );
 }
 
+/// Every `.jsonl` under `dir`.
+fn jsonl_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            jsonl_files(&p, out);
+        } else if p.extension().is_some_and(|x| x == "jsonl") {
+            out.push(p);
+        }
+    }
+}
+
+/// Indexes every transcript under `tree` into a fresh folder and prints the sidecars' size
+/// against the transcripts'.
+fn size_of_tree(label: &str, tree: &Path, tmp: &Path) {
+    let mut files = Vec::new();
+    jsonl_files(tree, &mut files);
+    let idx = tmp.join(format!("size-{label}"));
+    let store = Store::new(&idx);
+    let mut bytes = 0;
+    for f in &files {
+        store.catch_up(f).unwrap();
+        bytes += std::fs::metadata(f).unwrap().len();
+    }
+    let index = index_bytes(&idx);
+    #[expect(clippy::cast_precision_loss, reason = "a ratio for people")]
+    let ratio = index as f64 / bytes.max(1) as f64;
+    eprintln!(
+        "index size/{label}: {index} bytes of sidecars for {bytes} bytes in {} transcripts = {:.1}%",
+        files.len(),
+        ratio * 100.0
+    );
+}
+
+/// Index size on the real transcripts (`../shared/transcripts`, or
+/// `$CHAINLOG_REAL_TRANSCRIPTS`) and on a generated tree of 24 sessions of 64 KiB to 8 MiB in
+/// four projects, every feature on.
+fn sizes_report(tmp: &Path) {
+    let real = std::env::var_os("CHAINLOG_REAL_TRANSCRIPTS").map_or_else(
+        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/transcripts"),
+        PathBuf::from,
+    );
+    if real.is_dir() {
+        size_of_tree("real", &real, tmp);
+    } else {
+        eprintln!(
+            "index size/real: {} is missing, not measured",
+            real.display()
+        );
+    }
+    let tree = tmp.join("generated-tree");
+    for n in 0..24u64 {
+        let path = tree.join(format!("projects/-p{}/s{n}.jsonl", n % 4));
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        let bytes = (64 << 10) << (n % 8);
+        let mut opts = GenOptions::everything(100 + n, bytes);
+        opts.corruption = chainlog_gen::Corruption::default();
+        let mut f = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
+        generate_to(&opts, &mut f).unwrap();
+        f.flush().unwrap();
+    }
+    size_of_tree("generated-tree", &tree, tmp);
+}
+
 fn benches(c: &mut Criterion) {
     let tmp = tempfile::tempdir().unwrap();
+    sizes_report(tmp.path());
     let mut files = Vec::new();
     for &size in &sizes() {
         let path = transcript(tmp.path(), size);

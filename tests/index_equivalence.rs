@@ -187,3 +187,69 @@ fn catching_up_line_by_line_matches_reference() {
         assert_eq!(written, bytes.len());
     }
 }
+
+/// `resume --format jsonl|uuids` prints line by line from the materialised view (the second
+/// call; the first walks and stores it) exactly what the walk and the full scan print, on
+/// every fixture and real transcript.
+#[test]
+fn the_streamed_resume_prints_what_the_walk_and_the_scan_print() {
+    let dir = tempfile::tempdir().unwrap();
+    let idx = dir.path().join("index");
+    let idx = idx.to_str().unwrap();
+    let mut streamed = 0;
+    for path in corpus() {
+        let p = path.to_str().unwrap();
+        for format in ["jsonl", "uuids"] {
+            let run = |extra: &[&str]| {
+                let mut args = vec![
+                    "--index-dir",
+                    idx,
+                    "--json",
+                    "resume",
+                    p,
+                    "--format",
+                    format,
+                ];
+                args.extend_from_slice(extra);
+                let o = util::chainlog(&args);
+                // Lines are handed over as written, invalid UTF-8 included.
+                let stdout = String::from_utf8_lossy(&o.stdout).into_owned();
+                let mut lines: Vec<&str> = stdout.lines().collect();
+                let trailer = lines.pop().map(|t| {
+                    let mut v: serde_json::Value = serde_json::from_str(t).unwrap();
+                    let materialised = v["chainlog"]["materialised"] == true;
+                    for k in ["source", "materialised"] {
+                        v["chainlog"][k] = serde_json::Value::Null;
+                    }
+                    (v, materialised)
+                });
+                (o.status.code(), lines.join("\n"), trailer)
+            };
+            let walked = run(&[]);
+            let read = run(&[]);
+            let scanned = run(&["--no-index"]);
+            let ctx = format!("{format} of {}", path.display());
+            if walked.0 != Some(0) {
+                // No message to resume: all three refuse alike.
+                assert_eq!(read.0, walked.0, "{ctx}");
+                assert_eq!(scanned.0, walked.0, "{ctx}");
+                continue;
+            }
+            let (Some((wt, _)), Some((rt, materialised)), Some((st, _))) =
+                (&walked.2, &read.2, &scanned.2)
+            else {
+                panic!("{ctx}: no trailer");
+            };
+            assert!(
+                materialised,
+                "{ctx}: the second resume was not read from the view"
+            );
+            streamed += 1;
+            assert_eq!(read.1, walked.1, "{ctx}: streamed vs walked");
+            assert_eq!(read.1, scanned.1, "{ctx}: streamed vs --no-index");
+            assert_eq!(rt, wt, "{ctx}: trailer");
+            assert_eq!(rt, st, "{ctx}: trailer vs --no-index");
+        }
+    }
+    assert!(streamed > 40, "only {streamed} streamed resumes");
+}

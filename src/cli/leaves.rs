@@ -34,7 +34,9 @@ pub fn run(cli: &Cli, a: &LeavesArgs, out: &mut impl Write) -> CliResult {
     let opts = ResolveOptions {
         leaf: target.leaf().map(chainlog::Id::from_text),
         view: if inline { View::Full } else { View::Resume },
-        ..ResolveOptions::default()
+        // The report lists the leaves itself: the answer only names the active one (read from
+        // the materialised view when it is stored).
+        list_leaves: false,
     };
     let indexed = if a.no_index || inline {
         None

@@ -649,7 +649,12 @@ impl Picker {
 
 /// The session's branches, from the index (none to switch between when it cannot answer).
 fn read_branches(store: &Store, path: &Path) -> Branches {
-    let Ok(Some((ans, report))) = store.leaf_report_from(path, ResolveOptions::default()) else {
+    // The active leaf without a walk when the materialised view answers it.
+    let opts = ResolveOptions {
+        list_leaves: false,
+        ..ResolveOptions::default()
+    };
+    let Ok(Some((ans, report))) = store.leaf_report_from(path, opts) else {
         return Branches::default();
     };
     let mut leaves: Vec<_> = report

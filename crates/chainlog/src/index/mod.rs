@@ -67,6 +67,23 @@ pub const BAD_LINES_KEPT: usize = 100;
 /// A catch-up that indexed at least this many bytes compacts the sidecar afterwards.
 const COMPACT_AFTER_BYTES: u64 = 8 << 20;
 
+/// A sidecar smaller than this is compacted after a catch-up that indexed a transcript from
+/// zero: copy-on-write leaves about half of a fresh small sidecar free (143 KiB → 70 KiB for a
+/// project of one small session), and compacting it costs a few milliseconds.
+const COMPACT_SMALL_BELOW: u64 = 1 << 20;
+
+/// Gives back the pages a catch-up freed, when it is worth it: after a large ingest or a
+/// re-index (the projections were re-derived), and after a transcript indexed from zero into a
+/// small sidecar. Done by `index` and by a resume that caught up alike. Best effort: another
+/// process may hold the sidecar open, and then the space is reused by later writes instead.
+fn compact_after(db: &mut IndexDb, done: &CatchUp, st: &FileState) {
+    let from_zero = done.bytes > 0 && done.bytes == st.indexed_len;
+    let small = std::fs::metadata(&db.path).is_ok_and(|m| m.len() < COMPACT_SMALL_BELOW);
+    if done.bytes >= COMPACT_AFTER_BYTES || done.reindexed.is_some() || (from_zero && small) {
+        db.compact();
+    }
+}
+
 /// Where an answer came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Source {
@@ -95,7 +112,8 @@ pub struct Answer {
     pub cursor: u64,
     /// Where the answer came from.
     pub source: Source,
-    /// Read from the materialised resume view ([`view`]): one range read, no walk.
+    /// Read from the materialised resume view (stored by an earlier resume): one range read,
+    /// no walk.
     pub materialised: bool,
     /// How the conversation of the materialised view ends (its lines were read when it was
     /// stored): `None` when the answer was walked.
@@ -226,12 +244,8 @@ impl Store {
             return Ok(CatchUp::default());
         }
         let mut db = IndexDb::open(&db_path)?;
-        let done = Self::catch_up_in(&mut db, transcript)?.0;
-        if done.bytes >= COMPACT_AFTER_BYTES || done.reindexed.is_some() {
-            // A large ingest leaves freed pages behind (the projections were re-derived):
-            // give them back. Best effort, as in `rebuild`.
-            db.compact();
-        }
+        let (done, st) = Self::catch_up_in(&mut db, transcript)?;
+        compact_after(&mut db, &done, &st);
         Ok(done)
     }
 
@@ -351,7 +365,13 @@ impl Store {
     /// Every leaf of `transcript` with its chain length (`chainlog leaves`), from the index;
     /// `None` when the index turned out damaged.
     pub fn leaf_report(&self, transcript: &Path) -> Result<Option<(Answer, Vec<LeafInfo>)>> {
-        self.leaf_report_from(transcript, ResolveOptions::default())
+        self.leaf_report_from(
+            transcript,
+            ResolveOptions {
+                list_leaves: false,
+                ..ResolveOptions::default()
+            },
+        )
     }
 
     /// [`Store::leaf_report`] with the active leaf chosen by `opts` (a requested leaf).
@@ -366,30 +386,26 @@ impl Store {
             let Some(ans) = s.resolve_indexed_unguarded(transcript, opts)? else {
                 return Ok(None);
             };
-            let db = IndexDb::open(&s.db_path(transcript))?;
-            let Some(st) = read_state(db.db(), &Self::key(transcript)) else {
-                return Ok(None);
-            };
-            let txn = db.begin_read().map_err(|e| db.err(e))?;
-            let graph = match IndexGraph::new(&txn, st) {
-                Ok(g) => g,
-                Err(e) if e.is_damage() => return Ok(None),
-                Err(e) => return Err(db.err(e)),
-            };
-            match leaf_report_graph(&graph, ans.resolution.leaf.map(|(id, _)| id)) {
-                Ok(report) => Ok(Some((ans, report))),
-                Err(e) if e.is_damage() => Ok(None),
-                Err(e) => Err(Error::Index {
-                    path: db.path.clone(),
-                    source: e,
-                }),
+            // The resolve caught the index up: a read-only open reads it (no write, no
+            // close commit) unless the sidecar cannot be trusted without its page check.
+            let db_path = s.db_path(transcript);
+            let key = Self::key(transcript);
+            let active = ans.resolution.leaf.map(|(id, _)| id);
+            let found = match open::open_read_only(&db_path) {
+                Some(ro) => leaf_rows(&ro, &key, active),
+                None => leaf_rows(IndexDb::open(&db_path)?.db(), &key, active),
             }
+            .map_err(|e| Error::Index {
+                path: db_path.clone(),
+                source: e,
+            })?;
+            Ok(found.map(|r| (ans, r)))
         })
     }
 
     /// The materialised resume view of `transcript` as stored, for the state the index holds
     /// (neither caught up first nor checked against the file): `None` when none is stored for
-    /// that state or the index cannot be read. [`verify`] compares it with a full scan.
+    /// that state or the index cannot be read. `verify` compares it with a full scan.
     pub fn materialised(&self, transcript: &Path) -> Result<Option<Answer>> {
         let Some(ro) = open::open_read_only(&self.db_path(transcript)) else {
             return Ok(None);
@@ -442,7 +458,8 @@ impl Store {
         }
         let mut db = IndexDb::open(&db_path)?;
         for _ in 0..2 {
-            let (_, st) = Self::catch_up_in(&mut db, transcript)?;
+            let (done, st) = Self::catch_up_in(&mut db, transcript)?;
+            compact_after(&mut db, &done, &st);
             if let Some(a) = query(db.db(), st, transcript, opts, true)? {
                 return Ok(Some(a));
             }
@@ -470,6 +487,25 @@ fn project_slug(project: &Path) -> String {
         .collect();
     let hash = blake3::hash(project.as_os_str().as_encoded_bytes());
     format!("{name}-{}", &hash.to_hex()[..16])
+}
+
+/// Every leaf of the file `key` with its chain length (`active`: the chosen leaf); `None` when
+/// the index has no state for it or turned out damaged.
+fn leaf_rows(
+    db: &impl ReadableDatabase,
+    key: &str,
+    active: Option<crate::transcript::id::Id>,
+) -> Result<Option<Vec<LeafInfo>>, IndexFault> {
+    let Some(st) = read_state(db, key) else {
+        return Ok(None);
+    };
+    let txn = wait::waiting(|| db.begin_read()).map_err(|e| IndexFault::Storage(e.into()))?;
+    let report = IndexGraph::new(&txn, st).and_then(|g| leaf_report_graph(&g, active));
+    match report {
+        Ok(r) => Ok(Some(r)),
+        Err(e) if e.is_damage() => Ok(None),
+        Err(e) => Err(e),
+    }
 }
 
 fn read_state(db: &impl ReadableDatabase, key: &str) -> Option<FileState> {
@@ -508,59 +544,51 @@ fn query(
         Err(e) if e.is_damage() => return Ok(None),
         Err(e) => return Err(err(e)),
     };
-    if let Some(view_st) = &view_st {
-        let stored = guard::read("view", || txn.open_table(schema::VIEW))
-            .and_then(|t| view::load(&t, view_st));
-        match stored {
-            Ok(Some(stored)) => {
-                return Ok(Some(Answer {
-                    resolution: stored.resolution,
-                    interrupt: Some(stored.interrupt),
-                    names,
-                    bad_lines,
-                    bad_line_count: bad_count,
-                    torn_tail,
-                    cursor,
-                    source: Source::Index,
-                    materialised: true,
-                    state: None,
-                }));
-            }
-            Ok(None) => {}
+    let stored = match &view_st {
+        Some(view_st) => match guard::read("view", || txn.open_table(schema::VIEW))
+            .and_then(|t| view::load(&t, view_st))
+        {
+            Ok(stored) => stored,
             Err(e) if e.is_damage() => return Ok(None),
             Err(e) => return Err(err(e)),
-        }
-    }
-    let full_rows = OnceCell::new();
-    let res = resolve_graph(&graph, opts, &names, || {
-        if full_rows.get().is_none() {
-            let rows = guard::read("rows", || txn.open_table(ROWS))?;
-            let progress = guard::read("progress", || txn.open_table(PROGRESS))?;
-            let _ = full_rows.set(derive::load_rows(&rows, &progress, f)?);
-        }
-        let (rows, progress) = full_rows.get().expect("set above");
-        Ok(Tree::from_rows(rows, progress, Projection::Full))
-    });
-    let res = match res {
-        Ok(r) => r,
-        Err(e) if e.is_damage() => return Ok(None),
-        Err(e) => return Err(err(e)),
+        },
+        None => None,
     };
-    let res = res.map_err(|leaf| Error::UnknownLeaf {
-        path: transcript.to_path_buf(),
-        leaf,
-    })?;
+    let (resolution, interrupt, state) = if let Some(stored) = stored {
+        (stored.resolution, Some(stored.interrupt), None)
+    } else {
+        let full_rows = OnceCell::new();
+        let res = resolve_graph(&graph, opts, &names, || {
+            if full_rows.get().is_none() {
+                let rows = guard::read("rows", || txn.open_table(ROWS))?;
+                let progress = guard::read("progress", || txn.open_table(PROGRESS))?;
+                let _ = full_rows.set(derive::load_rows(&rows, &progress, f)?);
+            }
+            let (rows, progress) = full_rows.get().expect("set above");
+            Ok(Tree::from_rows(rows, progress, Projection::Full))
+        });
+        let res = match res {
+            Ok(r) => r,
+            Err(e) if e.is_damage() => return Ok(None),
+            Err(e) => return Err(err(e)),
+        };
+        let res = res.map_err(|leaf| Error::UnknownLeaf {
+            path: transcript.to_path_buf(),
+            leaf,
+        })?;
+        (res, None, walked_st)
+    };
     Ok(Some(Answer {
-        resolution: res,
+        resolution,
         names,
         bad_lines,
         bad_line_count: bad_count,
         torn_tail,
         cursor,
         source: Source::Index,
-        materialised: false,
-        interrupt: None,
-        state: walked_st,
+        materialised: interrupt.is_some(),
+        interrupt,
+        state,
     }))
 }
 

@@ -11,6 +11,9 @@ use std::collections::VecDeque;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
+use std::sync::LazyLock;
+
+use memchr::memmem::Finder;
 
 use serde_json::Value;
 
@@ -51,7 +54,7 @@ pub fn read_view(path: &Path, links: &[Link], names: &IdNames) -> Result<Vec<Vie
 pub const BATCH: u64 = 1 << 20;
 
 /// The entries of `links` read in order ([`read_view`] one at a time): adjacent lines are read
-/// with one `pread` of up to [`BATCH`] bytes, so memory stays bounded by a batch and the
+/// with one `pread` of up to 1 MiB, so memory stays bounded by a batch and the
 /// longest line, whatever the view's length.
 pub struct Lines<'a> {
     file: File,
@@ -157,6 +160,16 @@ pub fn entry(raw: Vec<u8>, link: &Link, names: &IdNames, path: &Path) -> Result<
     })
 }
 
+/// The keys [`as_written`] looks for, their searchers built once.
+static UUID_KEY: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"\"uuid\":\""));
+static PARENT_KEY: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"\"parentUuid\":"));
+
+/// Whether `raw` holds the key `key` followed right away by `value`.
+fn names_at(raw: &[u8], key: &Finder<'_>, value: &[u8]) -> bool {
+    key.find_iter(raw)
+        .any(|at| raw[at + key.needle().len()..].starts_with(value))
+}
+
 /// Whether the line `raw` of `link` is handed over as written without a parse: the projections
 /// change nothing in it (its parent is kept, its usage is not zeroed, no upgrade step rewrites
 /// its type) and it names the expected uuid and parent in the compact form Claude Code writes.
@@ -168,13 +181,21 @@ fn as_written(raw: &[u8], link: &Link, names: &IdNames) -> bool {
     {
         return false;
     }
-    let uuid = format!("\"uuid\":\"{}\"", names.name(link.uuid));
-    let parent = match link.written_parent {
-        Some(p) => format!("\"parentUuid\":\"{}\"", names.name(p)),
-        None => "\"parentUuid\":null".to_owned(),
-    };
-    memchr::memmem::find(raw, uuid.as_bytes()).is_some()
-        && memchr::memmem::find(raw, parent.as_bytes()).is_some()
+    let mut want = names.name(link.uuid).into_bytes();
+    want.push(b'"');
+    if !names_at(raw, &UUID_KEY, &want) {
+        return false;
+    }
+    want.clear();
+    match link.written_parent {
+        Some(p) => {
+            want.push(b'"');
+            want.extend_from_slice(names.name(p).as_bytes());
+            want.push(b'"');
+        }
+        None => want.extend_from_slice(b"null"),
+    }
+    names_at(raw, &PARENT_KEY, &want)
 }
 
 /// What the projections make of a line.
@@ -248,4 +269,79 @@ fn project_entry(
         }
     }
     s.to_vec().map(Projected::Rewritten)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::transcript::envelope::Kind;
+    use crate::transcript::frame::LinePos;
+
+    const A: &str = "00000000-0000-4000-8000-00000000000a";
+    const B: &str = "00000000-0000-4000-8000-00000000000b";
+    const P: &str = "00000000-0000-4000-8000-00000000000c";
+
+    fn link(uuid: &str, parent: Option<&str>) -> Link {
+        let parent = parent.map(Id::from_text);
+        Link {
+            uuid: Id::from_text(uuid),
+            pos: LinePos {
+                line: 1,
+                offset: 0,
+                len: 0,
+            },
+            kind: Kind::User,
+            parent,
+            written_parent: parent,
+            spliced: false,
+            zero_usage: false,
+        }
+    }
+
+    fn accepted(raw: &str, l: &Link) -> bool {
+        matches!(
+            project(raw.as_bytes(), l, &IdNames::default()),
+            Some(Projected::AsWritten)
+        )
+    }
+
+    /// A line handed over without a parse must still be the expected message: another
+    /// uuid or another parent at the recorded offset is refused (the caller reports the file
+    /// changed, or the index damaged), whether the line names them compactly or not.
+    #[test]
+    fn a_line_that_is_not_the_expected_message_is_refused() {
+        let line = format!(
+            r#"{{"parentUuid":"{P}","type":"user","message":{{"role":"user","content":"hi"}},"uuid":"{A}"}}"#
+        );
+        assert!(as_written(
+            line.as_bytes(),
+            &link(A, Some(P)),
+            &IdNames::default()
+        ));
+        assert!(accepted(&line, &link(A, Some(P))));
+        assert!(!accepted(&line, &link(B, Some(P))), "another uuid");
+        assert!(!accepted(&line, &link(A, Some(B))), "another parent");
+        assert!(!accepted(&line, &link(A, None)), "a root instead");
+        let root = format!(
+            r#"{{"parentUuid":null,"type":"user","message":{{"role":"user","content":"hi"}},"uuid":"{A}"}}"#
+        );
+        assert!(as_written(
+            root.as_bytes(),
+            &link(A, None),
+            &IdNames::default()
+        ));
+        assert!(
+            !accepted(&root, &link(A, Some(P))),
+            "a parent instead of a root"
+        );
+        // Not in the compact form: parsed, and the parse decides.
+        let spaced = format!(r#"{{"parentUuid": "{P}", "type": "user", "uuid": "{A}"}}"#);
+        assert!(!as_written(
+            spaced.as_bytes(),
+            &link(A, Some(P)),
+            &IdNames::default()
+        ));
+        assert!(accepted(&spaced, &link(A, Some(P))));
+        assert!(!accepted(&spaced, &link(B, Some(P))));
+    }
 }
