@@ -110,10 +110,8 @@ pub fn run(cli: &Cli, a: &ResumeArgs, out: &mut impl Write) -> CliResult {
                 .unwrap_or_default()
         );
     }
-    if !matches!(target, Target::Agent { .. })
-        && let Some(code) = print_streamed(cli, &store, target.path(), &a.view, out)?
-    {
-        return Ok(code);
+    if !matches!(target, Target::Agent { .. }) && streamable(&a.view) {
+        return print_streamed(cli, &store, target.path(), &a.view, out);
     }
     let conv = store.resume_target(&target, &a.view.options())?;
     print(cli, &conv, &a.view, out)
@@ -122,35 +120,49 @@ pub fn run(cli: &Cli, a: &ResumeArgs, out: &mut impl Write) -> CliResult {
 /// Prints the chain of the transcript at `path` as `a` asks.
 pub fn emit(cli: &Cli, path: &Path, a: &ViewArgs, out: &mut impl Write) -> CliResult {
     let store = super::store(cli)?;
-    if let Some(code) = print_streamed(cli, &store, path, a, out)? {
-        return Ok(code);
+    if streamable(a) {
+        return print_streamed(cli, &store, path, a, out);
     }
     let conv = store.conversation(path, &a.options())?;
     print(cli, &conv, a, out)
 }
 
-/// Prints the chain line by line, when the format is lines (`jsonl`, `uuids`) and how the
-/// conversation ends is known without reading it all (the materialised view answered):
-/// memory stays bounded by a batch of lines, and `uuids` reads no transcript byte. `None`:
-/// print the conversation read whole ([`print`]).
+/// The format `a` asks for, or the default: text on a terminal, else jsonl.
+fn format_of(a: &ViewArgs) -> Format {
+    a.format.unwrap_or(if std::io::stdout().is_terminal() {
+        Format::Text
+    } else {
+        Format::Jsonl
+    })
+}
+
+/// Whether the view may be printed line by line ([`print_streamed`]): lines (`jsonl`, `uuids`)
+/// of the default view from the index, the answer the materialised view holds.
+fn streamable(a: &ViewArgs) -> bool {
+    matches!(format_of(a), Format::Jsonl | Format::Uuids)
+        && a.leaf.is_none()
+        && !a.full
+        && a.at.is_none()
+        && !a.no_bridge
+        && !a.no_index
+}
+
+/// Prints the chain line by line when the materialised view answered (it knows how the
+/// conversation ends): memory stays bounded by a batch of lines, and `uuids` reads no
+/// transcript byte. Otherwise (the resume walked) the lines are read whole, as [`print`]
+/// does, and the walk is stored as the view for the next resume.
 fn print_streamed(
     cli: &Cli,
     store: &chainlog::Store,
     path: &Path,
     a: &ViewArgs,
     out: &mut impl Write,
-) -> Result<Option<ExitCode>, super::CliError> {
-    let format = a.format.unwrap_or(if std::io::stdout().is_terminal() {
-        Format::Text
-    } else {
-        Format::Jsonl
-    });
-    if !matches!(format, Format::Jsonl | Format::Uuids) || a.no_index {
-        return Ok(None);
-    }
+) -> CliResult {
+    let format = format_of(a);
     let p = store.pending(path, &a.options())?;
     let Some(interrupt) = p.interrupt() else {
-        return Ok(None);
+        let conv = store.read_pending(p)?;
+        return print(cli, &conv, a, out);
     };
     let ans = p.answer();
     notes(&p.answer().source, a, None, None, 0);
@@ -177,8 +189,7 @@ fn print_streamed(
         messages: p.chain().len(),
         interrupt,
     };
-    finish(cli, &shown, format, out)?;
-    Ok(Some(ExitCode::SUCCESS))
+    finish(cli, &shown, format, out)
 }
 
 /// What the trailer and the end notes say about a printed view.
@@ -272,11 +283,7 @@ fn print(cli: &Cli, conv: &Conversation, a: &ViewArgs, out: &mut impl Write) -> 
         return Err(Error::NoMessage { path: path.into() }.into());
     }
     let view = conv.entries();
-    let format = a.format.unwrap_or(if std::io::stdout().is_terminal() {
-        Format::Text
-    } else {
-        Format::Jsonl
-    });
+    let format = format_of(a);
     if format == Format::Api {
         let messages = chainlog::view::api_messages(
             view,

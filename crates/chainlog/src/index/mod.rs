@@ -297,24 +297,29 @@ impl Store {
         let t = transcript.to_path_buf();
         let res = ans.resolution.clone();
         self.bounded(transcript, move |s| {
-            let mut db = IndexDb::open(&s.db_path(&t))?;
-            // redb panics on some damaged pages, writes included (see `guard`): damage found
-            // here starts the sidecar over, as a damaged read does.
+            let path = s.db_path(&t);
+            // redb panics on some damaged pages, writes included (see `guard`), and its close
+            // commits the allocator state: the whole store, close included, is isolated, and
+            // damage found there starts the sidecar over, as a damaged read does.
             let stored = open::isolate(|| {
+                let db = IndexDb::open(&path)?;
                 let txn = db.begin_write().map_err(|e| db.err(e))?;
                 {
                     let files = txn.open_table(FILES).map_err(|e| db.err(e))?;
-                    if ingest::file_state(&files, &Self::key(&t)).ok().flatten() != Some(st.clone())
+                    if ingest::file_state(&files, &Self::key(&t)).ok().flatten()
+                        != Some(st.clone())
                     {
                         return Ok(());
                     }
                 }
                 view::store(&txn, &st, &res, interrupt).map_err(|e| db.err(e))?;
-                txn.commit().map_err(|e| db.err(e))
+                txn.commit().map_err(|e| db.err(e))?;
+                drop(db);
+                Ok(())
             });
             match stored {
                 Some(r) => r,
-                None => db.start_over(),
+                None => IndexDb::open(&path)?.start_over(),
             }
         })
     }

@@ -158,6 +158,10 @@ pub struct Pending {
     path: PathBuf,
     answer: Answer,
     chain: Vec<Link>,
+    /// The chain is the answer's whole chain (neither cut nor made strict).
+    whole_view: bool,
+    /// What was asked (to resolve again when the file changes under the read).
+    opts: ResumeOptions,
 }
 
 impl Pending {
@@ -287,11 +291,25 @@ impl Store {
         no_index: bool,
     ) -> Result<Conversation> {
         let p = self.pending_from(path, opts, no_index)?;
-        let entries = read_view(path, &p.chain, &p.answer.names)?;
-        if !opts.strict && opts.at.is_none() {
-            // A default resume that walked: its answer and how it ends become the
-            // materialised view, so the next resume reads it (best effort).
-            let _ = self.store_view(path, &p.answer, detect(&entries));
+        self.read_pending_once(p)
+    }
+
+    /// Reads the lines of a [`Pending`] resume into its [`Conversation`]; when the file
+    /// changed under the read, it is resolved again as [`Store::conversation`] does. A default
+    /// resume that walked stores its answer and how it ends as the materialised view, so the
+    /// next resume reads it (best effort).
+    pub fn read_pending(&self, p: Pending) -> Result<Conversation> {
+        let (path, opts) = (p.path.clone(), p.opts.clone());
+        match self.read_pending_once(p) {
+            Err(e) if changed_under_us(&e) => self.conversation(&path, &opts),
+            r => r,
+        }
+    }
+
+    fn read_pending_once(&self, p: Pending) -> Result<Conversation> {
+        let entries = read_view(&p.path, &p.chain, &p.answer.names)?;
+        if p.whole_view {
+            let _ = self.store_view(&p.path, &p.answer, detect(&entries));
         }
         Ok(Conversation {
             path: p.path,
@@ -340,6 +358,11 @@ impl Store {
             path: path.to_path_buf(),
             answer,
             chain,
+            whole_view: !opts.strict && opts.at.is_none(),
+            opts: ResumeOptions {
+                no_index,
+                ..opts.clone()
+            },
         })
     }
 
