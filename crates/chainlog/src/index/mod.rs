@@ -306,8 +306,7 @@ impl Store {
                 let txn = db.begin_write().map_err(|e| db.err(e))?;
                 {
                     let files = txn.open_table(FILES).map_err(|e| db.err(e))?;
-                    if ingest::file_state(&files, &Self::key(&t)).ok().flatten()
-                        != Some(st.clone())
+                    if ingest::file_state(&files, &Self::key(&t)).ok().flatten() != Some(st.clone())
                     {
                         return Ok(());
                     }
