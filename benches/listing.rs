@@ -1,20 +1,29 @@
-//! Listing benchmark (SPEC B4): `ls` over 10,000 sessions in one project.
+//! Listing benchmark (SPEC B4): `ls --json` over 10,000 sessions in one project, each case
+//! against its baselines in the same run.
 //!
-//! - `ls/warm`: every file indexed and unchanged (a `stat` and a cache lookup each).
+//! - `ls/warm`: every file has a current listing row (a `stat` each, one range scan).
 //! - `ls/touched_1pct`: 1% of the files appended to since the last listing.
-//! - `ls/full_scan`: the baseline, every transcript scanned (what a picker without an index does).
+//! - `ls/cold`: no sidecar (a fresh index folder each time): every transcript is scanned and
+//!   its row written.
+//! - `floor/readdir_stat`: `read_dir` and a `stat` of each file, nothing else.
+//! - `baseline/window_lister`: a picker that reads the first and last 64 KiB of each file and
+//!   pulls a title and the timestamps out crudely (what Claude Code's picker reads).
+//!
+//! At the end the medians and their ratios are printed. "Cold" is about the index, not the
+//! page cache (the files are cached in memory for every case alike).
 //!
 //! `CHAINLOG_BENCH_SESSIONS` overrides the session count.
 
+use std::cell::RefCell;
+use std::collections::BTreeMap;
 use std::hint::black_box;
-use std::io::Write;
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use chainlog::ListOptions;
 use chainlog::Store;
-use chainlog::discovery::list_sessions;
-use chainlog::discovery::scan_session_facts;
-use chainlog::sidecar::FactsCache;
 use chainlog_gen::{GenOptions, generate, write_session};
 use criterion::{Criterion, criterion_group, criterion_main};
 
@@ -27,65 +36,245 @@ fn count() -> usize {
 
 fn tree(dir: &Path, n: usize) -> Vec<PathBuf> {
     let projects = dir.join("projects");
+    let hour_ago = std::time::SystemTime::now() - Duration::from_secs(3600);
     (0..n)
         .map(|i| {
             let mut s = generate(&GenOptions::plain(i as u64, 3_000));
             s.cwd = "/bench/project".into();
-            write_session(&projects, &s).unwrap()
+            let p = write_session(&projects, &s).unwrap();
+            // Settled (the racy-mtime rule re-reads files written just before a listing).
+            std::fs::File::options()
+                .write(true)
+                .open(&p)
+                .unwrap()
+                .set_modified(hour_ago)
+                .unwrap();
+            p
         })
         .collect()
 }
 
-fn list(claude: &Path, store: &Store) -> usize {
+/// `chainlog ls --all --json` without the process: the listing, serialised.
+fn ls(store: &Store) -> usize {
     let opts = ListOptions {
         all: true,
         ..ListOptions::default()
     };
-    let mut cache = FactsCache::new(store);
-    let n = list_sessions(claude, &opts, &mut |p| cache.facts(p))
-        .unwrap()
-        .len();
-    cache.flush().unwrap();
+    let listing = store.sessions(&opts).unwrap();
+    let mut out = Vec::with_capacity(listing.sessions.len() * 1024);
+    for f in listing.sessions.iter().filter(|f| f.message_count > 0) {
+        f.write_listing_json(&mut out, 1).unwrap();
+    }
+    black_box(out.len());
+    listing.sessions.len()
+}
+
+/// `read_dir` of every project and a `stat` of each entry.
+fn floor(projects: &Path) -> usize {
+    let mut n = 0;
+    for p in std::fs::read_dir(projects).unwrap().flatten() {
+        for e in std::fs::read_dir(p.path()).unwrap().flatten() {
+            if std::fs::metadata(e.path()).is_ok() {
+                n += 1;
+            }
+        }
+    }
     n
+}
+
+const WINDOW: u64 = 64 * 1024;
+
+/// The value of the last (or first) `"key":"…"` in `bytes`, crudely (no unescaping).
+fn field<'a>(bytes: &'a [u8], key: &[u8], last: bool) -> Option<&'a [u8]> {
+    let finder = |hay: &'a [u8]| {
+        if last {
+            memchr::memmem::rfind(hay, key)
+        } else {
+            memchr::memmem::find(hay, key)
+        }
+    };
+    let at = finder(bytes)? + key.len();
+    let rest = &bytes[at..];
+    let end = memchr::memchr(b'"', rest)?;
+    Some(&rest[..end])
+}
+
+/// A picker reading the first and last 64 KiB of each session file: a title (custom title,
+/// summary, else the first prompt), the first and last timestamps, sorted newest first.
+fn window_lister(projects: &Path) -> usize {
+    let mut rows: Vec<(Vec<u8>, Vec<u8>, Vec<u8>)> = Vec::new();
+    let mut head = vec![0; WINDOW as usize];
+    let mut tail = vec![0; WINDOW as usize];
+    for p in std::fs::read_dir(projects).unwrap().flatten() {
+        for e in std::fs::read_dir(p.path()).unwrap().flatten() {
+            let path = e.path();
+            if path.extension().is_none_or(|x| x != "jsonl") {
+                continue;
+            }
+            let Ok(mut f) = std::fs::File::open(&path) else {
+                continue;
+            };
+            let len = f.metadata().map_or(0, |m| m.len());
+            let h = read_up_to(&mut f, &mut head);
+            let t = if len > WINDOW {
+                f.seek(SeekFrom::Start(len - WINDOW)).unwrap();
+                read_up_to(&mut f, &mut tail)
+            } else {
+                let n = f.read_at(&mut tail[..h], 0).unwrap_or(0);
+                n.min(h)
+            };
+            let (head, tail) = (&head[..h], &tail[..t]);
+            let title = field(tail, b"\"customTitle\":\"", true)
+                .or_else(|| field(tail, b"\"summary\":\"", true))
+                .or_else(|| field(head, b"\"content\":\"", false))
+                .unwrap_or(b"(session)");
+            let first = field(head, b"\"timestamp\":\"", false).unwrap_or_default();
+            let last = field(tail, b"\"timestamp\":\"", true).unwrap_or_default();
+            rows.push((last.to_vec(), first.to_vec(), title.to_vec()));
+        }
+    }
+    rows.sort_unstable_by(|a, b| b.0.cmp(&a.0));
+    black_box(&rows);
+    rows.len()
+}
+
+fn read_up_to(f: &mut std::fs::File, buf: &mut [u8]) -> usize {
+    let mut n = 0;
+    while n < buf.len() {
+        match f.read(&mut buf[n..]) {
+            Ok(0) | Err(_) => break,
+            Ok(k) => n += k,
+        }
+    }
+    n
+}
+
+thread_local! {
+    /// Seconds per call of each case, for the ratios printed at the end.
+    static TIMES: RefCell<BTreeMap<String, Vec<f64>>> = RefCell::default();
+}
+
+fn note(name: &str, per_call: Duration) {
+    TIMES.with(|t| {
+        t.borrow_mut()
+            .entry(name.to_owned())
+            .or_default()
+            .push(per_call.as_secs_f64());
+    });
+}
+
+fn median(name: &str) -> f64 {
+    TIMES.with(|t| {
+        let mut v = t.borrow().get(name).cloned().unwrap_or_default();
+        v.sort_by(f64::total_cmp);
+        v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
+    })
+}
+
+/// Times `iters` calls of `f` (each with its own untimed preparation `prep`).
+fn timed<P>(
+    name: &str,
+    iters: u64,
+    mut prep: impl FnMut() -> P,
+    mut f: impl FnMut(P) -> usize,
+) -> Duration {
+    let mut total = Duration::ZERO;
+    for _ in 0..iters {
+        let p = prep();
+        let start = Instant::now();
+        black_box(f(p));
+        total += start.elapsed();
+    }
+    note(
+        name,
+        total / u32::try_from(iters.max(1)).unwrap_or(u32::MAX),
+    );
+    total
 }
 
 fn benches(c: &mut Criterion) {
     let tmp = tempfile::tempdir().unwrap();
     let n = count();
     let files = tree(tmp.path(), n);
-    let store = Store::new(tmp.path().join("index"));
-    assert_eq!(list(tmp.path(), &store), n, "every session listed");
+    let projects = tmp.path().join("projects");
+    let store = Store::open(tmp.path(), tmp.path().join("index")).unwrap();
+    assert_eq!(ls(&store), n, "every session listed");
 
     let mut g = c.benchmark_group("ls");
     g.sample_size(10);
     g.bench_function(format!("warm/{n}"), |b| {
-        b.iter(|| black_box(list(tmp.path(), &store)));
+        b.iter_custom(|iters| timed("warm", iters, || (), |()| ls(&store)));
     });
     let mut round = 0u64;
     g.bench_function(format!("touched_1pct/{n}"), |b| {
-        b.iter(|| {
-            round += 1;
-            for f in files.iter().step_by(100) {
-                let mut h = std::fs::OpenOptions::new().append(true).open(f).unwrap();
-                writeln!(h, r#"{{"type":"tag","tag":"t{round}","sessionId":"x"}}"#).unwrap();
-            }
-            black_box(list(tmp.path(), &store))
+        b.iter_custom(|iters| {
+            timed(
+                "touched_1pct",
+                iters,
+                || {
+                    round += 1;
+                    for f in files.iter().step_by(100) {
+                        let mut h = std::fs::OpenOptions::new().append(true).open(f).unwrap();
+                        writeln!(h, r#"{{"type":"tag","tag":"t{round}","sessionId":"x"}}"#)
+                            .unwrap();
+                    }
+                },
+                |()| ls(&store),
+            )
         });
     });
-    g.bench_function(format!("full_scan/{n}"), |b| {
-        let opts = ListOptions {
-            all: true,
-            ..ListOptions::default()
-        };
-        b.iter(|| {
-            black_box(
-                list_sessions(tmp.path(), &opts, &mut scan_session_facts)
-                    .unwrap()
-                    .len(),
+    let mut cold_no = 0u64;
+    g.bench_function(format!("cold/{n}"), |b| {
+        b.iter_custom(|iters| {
+            timed(
+                "cold",
+                iters,
+                || {
+                    cold_no += 1;
+                    let dir = tmp.path().join(format!("cold-{cold_no}"));
+                    let _ =
+                        std::fs::remove_dir_all(tmp.path().join(format!("cold-{}", cold_no - 1)));
+                    Store::open(tmp.path(), dir).unwrap()
+                },
+                |s| ls(&s),
             )
         });
     });
     g.finish();
+
+    let mut g = c.benchmark_group("baseline");
+    g.sample_size(10);
+    g.bench_function(format!("readdir_stat/{n}"), |b| {
+        b.iter_custom(|iters| timed("readdir_stat", iters, || (), |()| floor(&projects)));
+    });
+    g.bench_function(format!("window_lister/{n}"), |b| {
+        b.iter_custom(|iters| timed("window_lister", iters, || (), |()| window_lister(&projects)));
+    });
+    g.finish();
+
+    let ms = |name: &str| median(name) * 1e3;
+    let (warm, touched, cold, floor, window) = (
+        ms("warm"),
+        ms("touched_1pct"),
+        ms("cold"),
+        ms("readdir_stat"),
+        ms("window_lister"),
+    );
+    println!("\nls over {n} sessions (medians of this run, ms):");
+    println!(
+        "  warm           {warm:9.1}   {:5.2}x the read_dir+stat floor",
+        warm / floor
+    );
+    println!(
+        "  touched 1%     {touched:9.1}   {:5.2}x warm",
+        touched / warm
+    );
+    println!(
+        "  cold           {cold:9.1}   {:5.2}x the 64 KiB window lister",
+        cold / window
+    );
+    println!("  read_dir+stat  {floor:9.1}");
+    println!("  window lister  {window:9.1}");
 }
 
 criterion_group!(listing, benches);

@@ -6,9 +6,9 @@ mod util;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use chainlog::Store;
-use chainlog::discovery::scan_session_facts;
+use chainlog::discovery::{list_sessions, scan_session_facts};
 use chainlog::sidecar::FactsCache;
+use chainlog::{ListOptions, Store};
 
 fn real_dir() -> PathBuf {
     util::real_corpus()
@@ -27,10 +27,8 @@ fn sessions(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-#[test]
-fn second_listing_reads_no_transcript_and_answers_the_same() {
-    let tmp = tempfile::tempdir().unwrap();
-    // Copy the real sessions so one can be appended to.
+/// Copies the real sessions into `<tmp>/projects/-p0..2`, aged.
+fn copy_real(tmp: &Path) -> Vec<PathBuf> {
     let mut files = Vec::new();
     sessions(&real_dir(), &mut files);
     assert!(
@@ -40,7 +38,7 @@ fn second_listing_reads_no_transcript_and_answers_the_same() {
     );
     let mut copies = Vec::new();
     for (i, f) in files.iter().enumerate() {
-        let to = tmp.path().join(format!(
+        let to = tmp.join(format!(
             "projects/-p{}/{}",
             i % 3,
             f.file_name().unwrap().to_string_lossy()
@@ -51,6 +49,14 @@ fn second_listing_reads_no_transcript_and_answers_the_same() {
         util::age(&to);
         copies.push(to);
     }
+    copies
+}
+
+#[test]
+fn second_listing_reads_no_transcript_and_answers_the_same() {
+    let tmp = tempfile::tempdir().unwrap();
+    // Copy the real sessions so one can be appended to.
+    let copies = copy_real(tmp.path());
     let store = Store::new(tmp.path().join("index"));
 
     let mut cache = FactsCache::new(&store);
@@ -86,4 +92,110 @@ fn second_listing_reads_no_transcript_and_answers_the_same() {
     }
     assert_eq!(cache.scanned, 1);
     cache.flush().unwrap();
+}
+
+/// `chainlog index` fills the listing table: the first listing after it reads no transcript
+/// (every row answers), and `ls --json` prints what a listing from full scans prints.
+#[test]
+fn listing_after_index_reads_no_transcript() {
+    let tmp = tempfile::tempdir().unwrap();
+    let copies = copy_real(tmp.path());
+    let index = tmp.path().join("index");
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_chainlog"))
+            .args(args)
+            .arg("--claude-dir")
+            .arg(tmp.path())
+            .arg("--index-dir")
+            .arg(&index)
+            .current_dir(tmp.path())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out.stdout
+    };
+    run(&["index"]);
+
+    let store = Store::new(&index);
+    // As `ls` reads it: each project's rows with one range scan (`facts_all`).
+    let mut cache = FactsCache::new(&store);
+    let mut skipped = Vec::new();
+    let listed = chainlog::discovery::list_sessions_from(
+        tmp.path(),
+        &ListOptions::all(),
+        &mut cache,
+        &mut skipped,
+    )
+    .unwrap();
+    assert!(skipped.is_empty(), "{skipped:?}");
+    assert_eq!(
+        cache.scanned, 0,
+        "a transcript was read after `chainlog index`"
+    );
+    let sessions = copies
+        .iter()
+        .filter(|p| chainlog::discovery::is_uuid(&p.file_stem().unwrap().to_string_lossy()))
+        .count() as u64;
+    assert!(sessions >= 10);
+    assert_eq!(
+        cache.cached, sessions,
+        "every session answered from its row"
+    );
+    cache.flush().unwrap();
+
+    // The same listing from full scans, printed as `ls --json` printed it with `Value`s.
+    let scanned = list_sessions(tmp.path(), &ListOptions::all(), &mut scan_session_facts).unwrap();
+    assert_eq!(listed, scanned);
+    let mut want = Vec::new();
+    for f in scanned.iter().filter(|f| f.message_count > 0) {
+        let mut v = f.to_listing_json();
+        v.as_object_mut().unwrap().insert("schema".into(), 1.into());
+        serde_json::to_writer(&mut want, &v).unwrap();
+        want.push(b'\n');
+    }
+    let got = run(&["--json", "ls", "--all"]);
+    assert_eq!(
+        String::from_utf8(got).unwrap(),
+        String::from_utf8(want).unwrap()
+    );
+}
+
+/// A cold listing reads a small transcript with one `read` and cuts its chain lines from
+/// those bytes: the facts equal those computed from the reference scan with every line read
+/// by offset (the real corpus and the fixtures: torn tails, NUL runs, bad lines, A5 cases).
+#[test]
+fn facts_from_whole_reads_equal_facts_from_reads_by_offset() {
+    use chainlog::discovery::session_facts;
+    use chainlog::reference::{ResolveOptions, Transcript, View, resolve};
+    let mut files = util::files_ending(&real_dir(), ".jsonl");
+    files.extend(util::files_ending(
+        &util::manifest_dir().join("fixtures"),
+        ".jsonl",
+    ));
+    let mut compared = 0;
+    for p in &files {
+        let t = Transcript::open(p).unwrap();
+        let Ok(res) = resolve(
+            &t,
+            ResolveOptions {
+                leaf: None,
+                view: View::Full,
+                list_leaves: false,
+            },
+        ) else {
+            continue;
+        };
+        let by_offset = session_facts(p, &t, &res);
+        let whole = scan_session_facts(p);
+        match (by_offset, whole) {
+            (Ok(a), Ok(b)) => assert_eq!(a, b, "{}", p.display()),
+            (a, b) => assert_eq!(a.is_ok(), b.is_ok(), "{}: {a:?} / {b:?}", p.display()),
+        }
+        compared += 1;
+    }
+    assert!(compared >= 40, "{compared} files compared");
 }

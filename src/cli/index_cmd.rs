@@ -132,6 +132,12 @@ pub fn run(cli: &Cli, a: &PathsArgs, verb: Verb, out: &mut impl Write) -> CliRes
     if let Some(b) = bar {
         b.finish_and_clear();
     }
+    // The listing table too: the first `ls` after `index` reads no transcript.
+    if verb != Verb::Verify
+        && let Err(e) = store.prepare_listing(&files)
+    {
+        eprintln!("chainlog: listing: {e}");
+    }
     if !cli.json {
         let what = match verb {
             Verb::Index => "indexed",

@@ -8,7 +8,7 @@ use chainlog::SessionFacts;
 use chainlog::SortBy;
 
 use super::table::{self, Column, Style};
-use super::{Cli, CliResult, write_json};
+use super::{Cli, CliResult};
 
 /// The order of `ls`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -68,11 +68,7 @@ pub fn run(cli: &Cli, a: &LsArgs, out: &mut impl Write) -> CliResult {
     }
     if cli.json {
         for f in &sessions {
-            let mut v = f.to_listing_json();
-            if let Some(o) = v.as_object_mut() {
-                o.insert("schema".into(), LS_JSON_SCHEMA.into());
-            }
-            write_json(out, &v)?;
+            f.write_listing_json(out, LS_JSON_SCHEMA)?;
         }
         return Ok(ExitCode::SUCCESS);
     }

@@ -63,7 +63,7 @@ pub use index::{Answer, BAD_LINES_KEPT, Source, Store};
 pub use resume::conversation::{Conversation, Pending, ResumeOptions};
 pub use resume::interrupt::Interrupt;
 pub use resume::message::{Block, Message, Role};
-pub use store::{Agents, Listing};
+pub use store::{Agents, Listing, ListingRows};
 pub use transcript::id::Id;
 pub use writer::{SessionWriter, WriterOptions};
 
@@ -78,7 +78,8 @@ pub mod discovery {
     };
     pub use crate::catalog::facts::{ForeignSummary, ForkedFrom, PrLink, UNTITLED};
     pub use crate::catalog::list::{
-        FactsFn, Scope, list_scope, list_scope_skipping, resolve_scope,
+        FactsFn, FactsSource, Scope, list_dir_from, list_scope, list_scope_skipping,
+        list_sessions_from, resolve_scope,
     };
     pub use crate::catalog::paths::{key_matches, normalize_cwd, project_key, projects_root};
     pub use crate::catalog::{

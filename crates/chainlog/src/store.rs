@@ -21,6 +21,18 @@ pub struct Agents {
     pub source: Source,
 }
 
+/// The largest transcript whose listing row `chainlog index` fills.
+pub const LISTING_FILL_MAX: u64 = 1 << 20;
+
+/// What [`Store::prepare_listing`] did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ListingRows {
+    /// Transcripts scanned (their row was missing or stale).
+    pub scanned: u64,
+    /// Rows that were current.
+    pub current: u64,
+}
+
 /// The sessions a listing found, and the files it could not read (each error names its file).
 #[derive(Debug, Default)]
 pub struct Listing {
@@ -90,14 +102,33 @@ impl Store {
         };
         let mut cache = FactsCache::new(self);
         let mut skipped = Vec::new();
-        let sessions = catalog::list::list_sessions_skipping(
-            &claude,
-            opts,
-            &mut |p| cache.facts(p),
-            &mut skipped,
-        )?;
+        let sessions = catalog::list::list_sessions_from(&claude, opts, &mut cache, &mut skipped)?;
         cache.flush()?;
         Ok(Listing { sessions, skipped })
+    }
+
+    /// Fills the listing rows of the session files among `paths` (`chainlog index` does
+    /// after its catch-ups), so the next listing of them reads no transcript. Returns how
+    /// many were scanned and how many rows were already current.
+    ///
+    /// Files larger than [`LISTING_FILL_MAX`] are left to the first listing: their facts
+    /// come from a full scan, which would make an `index` after a one-line append cost a
+    /// read of the whole file.
+    pub fn prepare_listing(&self, paths: &[PathBuf]) -> Result<ListingRows> {
+        let sessions: Vec<PathBuf> = paths
+            .iter()
+            .filter(|p| catalog::discover::session_id_of(p).is_some())
+            .filter(|p| std::fs::metadata(p).is_ok_and(|m| m.len() <= LISTING_FILL_MAX))
+            .cloned()
+            .collect();
+        let mut cache = FactsCache::new(self);
+        cache.facts_all(&sessions);
+        let rows = ListingRows {
+            scanned: cache.scanned,
+            current: cache.cached,
+        };
+        cache.flush()?;
+        Ok(rows)
     }
 
     /// What `arg` names: a session id (or a unique prefix of at least 4 characters), a

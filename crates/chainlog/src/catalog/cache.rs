@@ -1,52 +1,118 @@
-//! Picker facts cached per transcript, so a listing reads no transcript that did not change.
+//! The listing table: what `ls` shows of each session, kept per transcript so a listing reads
+//! no transcript that did not change.
 //!
-//! Each session's [`SessionFacts`] is stored in the `facts` table of its project's sidecar
-//! with the file's identity, length, modification and status-change times, and when it was
-//! read. A listing `stat`s every file and answers from the cache when nothing changed and the
-//! times had settled before the read (the racy-mtime rule of [`crate::index::ingest::settled`]); a
-//! changed or new file is scanned once and its facts are written back in one transaction per
-//! sidecar at [`FactsCache::flush`].
+//! Each session's row in the `listing` table of its project's sidecar holds the file's
+//! identity, length, modification and status-change times, when it was read, and the
+//! [`SessionFacts`] `ls` prints and joins (see [`Row`]). A listing reads every row of a
+//! sidecar with one range scan, `stat`s every file and answers from the row when nothing
+//! changed and the times had settled before the read (the racy-mtime rule of
+//! [`crate::index::ingest::settled`]); a changed or new file is scanned once and its row is
+//! written back in one transaction per sidecar at [`FactsCache::flush`]. `chainlog index`
+//! fills the rows the same way ([`crate::Store::prepare_listing`]), so the first `ls` after it
+//! reads no transcript. Title and prefix lookups (`target`), `pick` and the writers read the
+//! same rows through this cache: there is one way to compute a session's facts.
+//!
+//! Many files at once ([`FactsCache::facts_all`]) scan the changed ones on a few threads.
 
 use std::collections::HashMap;
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use redb::{ReadOnlyTable, ReadableDatabase};
+use redb::{ReadOnlyTable, ReadableDatabase, ReadableTable, ReadableTableMetadata};
 
+use super::list::FactsSource;
 use super::{SessionFacts, scan_session_facts};
 use crate::error::Result;
 use crate::index::Store;
-use crate::index::codec::{decode, encode};
+use crate::index::codec::{tag, untag};
 use crate::index::ingest::{Stat, now_ns, settled};
 use crate::index::open::{self, IndexDb};
-use crate::index::schema::FACTS;
+use crate::index::schema::LISTING;
 
-#[derive(serde::Serialize, serde::Deserialize)]
-struct Cached {
+/// A `listing` row: a fixed header (the stat the facts were computed for and when the file
+/// was read: [`HEADER`] bytes, little-endian), then the facts (rmp-serde, positional), then
+/// the checksum over the value and its key (`codec::tag`).
+struct Row {
     stat: Stat,
-    /// When the scan that produced `facts` started.
+    /// When the scan that produced the facts started.
     checked_at_ns: i128,
-    facts: SessionFacts,
+}
+
+/// Bytes of a row's header: dev, ino, len (u64), mtime, ctime, checked-at (i128).
+const HEADER: usize = 3 * 8 + 3 * 16;
+
+impl Row {
+    fn encode(&self, key: &str, facts: &SessionFacts) -> Vec<u8> {
+        let mut v = Vec::with_capacity(HEADER + 512);
+        v.extend_from_slice(&self.stat.dev.to_le_bytes());
+        v.extend_from_slice(&self.stat.ino.to_le_bytes());
+        v.extend_from_slice(&self.stat.len.to_le_bytes());
+        v.extend_from_slice(&self.stat.mtime_ns.to_le_bytes());
+        v.extend_from_slice(&self.stat.ctime_ns.to_le_bytes());
+        v.extend_from_slice(&self.checked_at_ns.to_le_bytes());
+        rmp_serde::encode::write(&mut v, facts).expect("facts always serialise");
+        tag(key.as_bytes(), v)
+    }
+
+    /// The header and the facts' bytes of a stored value; `None` when the checksum is wrong.
+    fn header<'a>(key: &str, bytes: &'a [u8]) -> Option<(Row, &'a [u8])> {
+        let body = untag(key.as_bytes(), bytes)?;
+        let (h, facts) = body.split_at_checked(HEADER)?;
+        let u = |i: usize| u64::from_le_bytes(h[i..i + 8].try_into().unwrap_or_default());
+        let w = |i: usize| i128::from_le_bytes(h[i..i + 16].try_into().unwrap_or_default());
+        Some((
+            Row {
+                stat: Stat {
+                    dev: u(0),
+                    ino: u(8),
+                    len: u(16),
+                    mtime_ns: w(24),
+                    ctime_ns: w(40),
+                },
+                checked_at_ns: w(56),
+            },
+            facts,
+        ))
+    }
 }
 
 #[derive(Default)]
 struct Slot {
-    /// The sidecar's `facts` table in one read transaction for the whole listing (a
-    /// transaction per lookup costs four lock syscalls).
+    /// Every row of the sidecar in key order, read with one range scan when many files of
+    /// it are asked for at once ([`FactsCache::facts_all`]).
+    rows: Option<Rows>,
+    /// The sidecar's `listing` table in one read transaction, for single lookups
+    /// ([`FactsCache::facts`] before any `facts_all`).
     table: Option<ReadOnlyTable<&'static str, &'static [u8]>>,
-    opened: bool,
+    table_opened: bool,
     pending: Vec<(String, Vec<u8>)>,
 }
 
-/// Facts of many sessions, from the index where it is current.
+/// Rows of a sidecar in key order.
+type Rows = Vec<(Box<str>, Box<[u8]>)>;
+
+/// What a row says about a file.
+#[expect(
+    clippy::large_enum_variant,
+    reason = "a hit is the common case and is moved once; boxing it costs an allocation per row"
+)]
+enum Probe {
+    /// The row is current.
+    Hit(SessionFacts),
+    /// No current row: scan the file.
+    Miss { stat: Stat, key: String },
+}
+
+/// Facts of many sessions, from the listing table where it is current.
 pub struct FactsCache<'s> {
     store: &'s Store,
     slots: Vec<(PathBuf, Slot)>,
     /// Folder (as given) → (its slot, its canonical path): one `canonicalize` per folder.
     /// Keyed by the raw bytes: hashing a `Path` walks its components.
-    dirs: HashMap<std::ffi::OsString, (usize, PathBuf)>,
-    /// Transcripts scanned because their cached facts were missing or stale.
+    dirs: HashMap<OsString, (usize, PathBuf)>,
+    /// Transcripts scanned because their row was missing or stale.
     pub scanned: u64,
-    /// Facts answered from the cache.
+    /// Facts answered from the listing table.
     pub cached: u64,
 }
 
@@ -62,12 +128,90 @@ impl<'s> FactsCache<'s> {
         }
     }
 
-    /// The facts of the session at `path`: a `stat` and one lookup when it did not change.
+    /// The facts of the session at `path`: a `stat` and a row of the range scan when it did
+    /// not change.
     pub fn facts(&mut self, path: &Path) -> Result<SessionFacts> {
-        let stat = Stat::of(path)?;
+        let (slot, key) = self.locate(path);
+        let probed = {
+            let (db_path, s) = &mut self.slots[slot];
+            if let Some(rows) = &s.rows {
+                probe(rows, path, key)
+            } else {
+                if !s.table_opened {
+                    s.table_opened = true;
+                    // On a worker: a stopped writer mid-commit must not hold the listing.
+                    if !self.store.is_busy(db_path) {
+                        let p = db_path.clone();
+                        match crate::index::wait::bounded(move || open_table(&p)) {
+                            Some(t) => s.table = t,
+                            None => self.store.mark_busy(db_path),
+                        }
+                    }
+                }
+                probe_one(s.table.as_ref(), path, key)
+            }
+        };
+        match probed? {
+            Probe::Hit(f) => {
+                self.cached += 1;
+                Ok(f)
+            }
+            Probe::Miss { stat, key } => {
+                let (facts, checked_at_ns) = scan(path, stat);
+                self.record(slot, key, stat, checked_at_ns, facts)
+            }
+        }
+    }
+
+    /// The facts of each of `paths`, in order. The files are checked against their rows on
+    /// up to `available_parallelism` threads, and those whose row is missing or stale are
+    /// scanned likewise.
+    pub fn facts_all(&mut self, paths: &[PathBuf]) -> Vec<Result<SessionFacts>> {
+        let located: Vec<(&PathBuf, usize, String)> = paths
+            .iter()
+            .map(|p| {
+                let (slot, key) = self.locate(p);
+                self.load_rows(slot);
+                (p, slot, key)
+            })
+            .collect();
+        let slots = &self.slots;
+        let probed = par_map(located, 256, |(path, slot, key)| {
+            let rows = slots[slot].1.rows.as_deref().unwrap_or_default();
+            (slot, path, probe(rows, path, key))
+        });
+        let mut out: Vec<Option<Result<SessionFacts>>> = Vec::with_capacity(paths.len());
+        let mut misses = Vec::new();
+        for (i, (slot, path, probe)) in probed.into_iter().enumerate() {
+            out.push(match probe {
+                Ok(Probe::Hit(f)) => {
+                    self.cached += 1;
+                    Some(Ok(f))
+                }
+                Ok(Probe::Miss { stat, key }) => {
+                    misses.push((i, path, stat, key, slot));
+                    None
+                }
+                Err(e) => Some(Err(e)),
+            });
+        }
+        let scanned = par_map(misses, 4, |(i, path, stat, key, slot)| {
+            let (facts, checked_at_ns) = scan(path, stat);
+            (i, stat, key, slot, facts, checked_at_ns)
+        });
+        for (i, stat, key, slot, facts, checked_at_ns) in scanned {
+            out[i] = Some(self.record(slot, key, stat, checked_at_ns, facts));
+        }
+        out.into_iter()
+            .map(|r| r.unwrap_or_else(|| unreachable!("every path is answered")))
+            .collect()
+    }
+
+    /// The slot of `path`'s sidecar (its rows read on first use) and the key of its row.
+    fn locate(&mut self, path: &Path) -> (usize, String) {
         let parent = path.parent().unwrap_or(Path::new(""));
-        let (slot_no, canon_dir) = if let Some((n, d)) = self.dirs.get(parent.as_os_str()) {
-            (*n, d.clone())
+        let slot_no = if let Some((n, _)) = self.dirs.get(parent.as_os_str()) {
+            *n
         } else {
             let db_path = self.store.db_path(path);
             let n = if let Some(n) = self.slots.iter().position(|(p, _)| *p == db_path) {
@@ -77,71 +221,202 @@ impl<'s> FactsCache<'s> {
                 self.slots.len() - 1
             };
             let canon = std::fs::canonicalize(parent).unwrap_or_else(|_| parent.to_path_buf());
-            self.dirs
-                .insert(parent.as_os_str().to_owned(), (n, canon.clone()));
-            (n, canon)
+            self.dirs.insert(parent.as_os_str().to_owned(), (n, canon));
+            n
         };
+        let canon_dir = &self.dirs[parent.as_os_str()].1;
         let key = match path.file_name() {
             Some(name) => canon_dir.join(name).to_string_lossy().into_owned(),
             None => Store::key(path),
         };
-        let (db_path, slot) = &mut self.slots[slot_no];
-        if !slot.opened {
-            slot.opened = true;
-            // On a worker: a stopped writer mid-commit must not hold the listing (`wait`).
-            let p = db_path.clone();
-            slot.table = crate::index::wait::bounded(move || {
-                open::open_read_only(&p)
-                    .and_then(|db| crate::index::wait::waiting(|| db.begin_read()).ok())
-                    .and_then(|txn| {
-                        crate::index::guard::read("facts", || txn.open_table(FACTS)).ok()
-                    })
-            })
-            .flatten();
+        (slot_no, key)
+    }
+
+    /// Reads every row of the slot's sidecar (once).
+    fn load_rows(&mut self, slot: usize) {
+        let (db_path, s) = &mut self.slots[slot];
+        if s.rows.is_none() {
+            // On a worker: a stopped writer mid-commit must not hold the listing (`wait`); a
+            // sidecar found busy is skipped by this store's later operations.
+            let rows = if self.store.is_busy(db_path) {
+                None
+            } else {
+                let p = db_path.clone();
+                let r = crate::index::wait::bounded(move || read_rows(&p));
+                if r.is_none() {
+                    self.store.mark_busy(db_path);
+                }
+                r.flatten()
+            };
+            s.rows = Some(rows.unwrap_or_default());
         }
-        if let Some(c) = slot.table.as_ref().and_then(|t| lookup(t, &key))
-            && c.stat == stat
-            && settled(c.stat.mtime_ns, c.checked_at_ns)
-        {
-            self.cached += 1;
-            return Ok(c.facts);
-        }
-        let checked_at_ns = now_ns();
-        let facts = scan_session_facts(path)?;
+    }
+
+    /// Counts a scan and queues its row (only facts of a file that did not change while it
+    /// was read are kept).
+    fn record(
+        &mut self,
+        slot: usize,
+        key: String,
+        stat: Stat,
+        checked_at_ns: Option<i128>,
+        facts: Result<SessionFacts>,
+    ) -> Result<SessionFacts> {
+        let facts = facts?;
         self.scanned += 1;
-        // Only cache facts of a file that did not change while it was read.
-        if Stat::of(path).is_ok_and(|s| s == stat) {
-            let value = encode(
-                key.as_bytes(),
-                &Cached {
-                    stat,
-                    checked_at_ns,
-                    facts: facts.clone(),
-                },
-            );
-            slot.pending.push((key, value));
+        if let Some(checked_at_ns) = checked_at_ns {
+            let value = Row {
+                stat,
+                checked_at_ns,
+            }
+            .encode(&key, &facts);
+            self.slots[slot].1.pending.push((key, value));
         }
         Ok(facts)
     }
 
-    /// Writes the facts computed by this cache (one transaction per sidecar). A busy,
-    /// damaged or unusable sidecar is skipped: the cache is an optimisation, the next listing
+    /// Writes the rows computed by this cache (one transaction per sidecar). A busy,
+    /// damaged or unusable sidecar is skipped: the table is an optimisation, the next listing
     /// scans again. A sidecar whose write lock another process holds past
     /// `crate::index::wait::LOCK_WAIT` (a stopped process) is skipped too.
     pub fn flush(self) -> Result<()> {
         for (db_path, slot) in self.slots {
             drop(slot.table);
-            if slot.pending.is_empty() {
+            if slot.pending.is_empty() || self.store.is_busy(&db_path) {
                 continue;
             }
             let pending = slot.pending;
-            crate::index::wait::bounded(move || write_facts(&db_path, &pending));
+            let p = db_path.clone();
+            if crate::index::wait::bounded(move || write_rows(&p, &pending)).is_none() {
+                self.store.mark_busy(&db_path);
+            }
         }
         Ok(())
     }
 }
 
-fn write_facts(db_path: &Path, pending: &[(String, Vec<u8>)]) {
+impl FactsSource for FactsCache<'_> {
+    fn facts(&mut self, path: &Path) -> Result<SessionFacts> {
+        FactsCache::facts(self, path)
+    }
+
+    fn facts_all(&mut self, paths: &[PathBuf]) -> Vec<Result<SessionFacts>> {
+        FactsCache::facts_all(self, paths)
+    }
+}
+
+/// Stats `path` and checks its row among `rows` (sorted by key).
+fn probe(rows: &[(Box<str>, Box<[u8]>)], path: &Path, key: String) -> Result<Probe> {
+    let stat = Stat::of(path)?;
+    if let Ok(at) = rows.binary_search_by(|(k, _)| (**k).cmp(key.as_str()))
+        && let Some(facts) = current(&key, &rows[at].1, stat)
+    {
+        return Ok(Probe::Hit(facts));
+    }
+    Ok(Probe::Miss { stat, key })
+}
+
+/// Stats `path` and checks its row with one lookup in `table`.
+fn probe_one(
+    table: Option<&ReadOnlyTable<&'static str, &'static [u8]>>,
+    path: &Path,
+    key: String,
+) -> Result<Probe> {
+    let stat = Stat::of(path)?;
+    let bytes = table.and_then(|t| {
+        crate::index::guard::read("listing", || {
+            Ok::<_, redb::StorageError>(t.get(key.as_str())?.map(|v| v.value().to_vec()))
+        })
+        .ok()
+        .flatten()
+    });
+    if let Some(bytes) = bytes
+        && let Some(facts) = current(&key, &bytes, stat)
+    {
+        return Ok(Probe::Hit(facts));
+    }
+    Ok(Probe::Miss { stat, key })
+}
+
+/// The facts of a row stored under `key`, if it is intact and current for `stat`.
+fn current(key: &str, bytes: &[u8], stat: Stat) -> Option<SessionFacts> {
+    let (row, facts) = Row::header(key, bytes)?;
+    if row.stat != stat || !settled(row.stat.mtime_ns, row.checked_at_ns) {
+        return None;
+    }
+    rmp_serde::from_slice(facts).ok()
+}
+
+/// `f` over `items` in order, on up to `available_parallelism` threads, each taking at least
+/// `min_per_thread` items.
+fn par_map<T: Send, R: Send>(
+    items: Vec<T>,
+    min_per_thread: usize,
+    f: impl Fn(T) -> R + Sync,
+) -> Vec<R> {
+    let threads = std::thread::available_parallelism()
+        .map_or(1, std::num::NonZero::get)
+        .min(items.len() / min_per_thread.max(1))
+        .max(1);
+    if threads == 1 {
+        return items.into_iter().map(f).collect();
+    }
+    let per = items.len().div_ceil(threads);
+    let mut chunks: Vec<Vec<T>> = Vec::with_capacity(threads);
+    let mut items = items.into_iter();
+    loop {
+        let chunk: Vec<T> = items.by_ref().take(per).collect();
+        if chunk.is_empty() {
+            break;
+        }
+        chunks.push(chunk);
+    }
+    let f = &f;
+    std::thread::scope(|sc| {
+        let handles: Vec<_> = chunks
+            .into_iter()
+            .map(|chunk| sc.spawn(move || chunk.into_iter().map(f).collect::<Vec<R>>()))
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+            .collect()
+    })
+}
+
+/// Scans `path` (whose stat was `stat`): its facts, and when the scan started if the file
+/// did not change while it was read (`None`: do not keep the answer).
+fn scan(path: &Path, stat: Stat) -> (Result<SessionFacts>, Option<i128>) {
+    let checked_at_ns = now_ns();
+    let facts = scan_session_facts(path);
+    let same = facts.is_ok() && Stat::of(path).is_ok_and(|s| s == stat);
+    (facts, same.then_some(checked_at_ns))
+}
+
+/// A sidecar's `listing` table in a read transaction, for single lookups.
+fn open_table(db_path: &Path) -> Option<ReadOnlyTable<&'static str, &'static [u8]>> {
+    let db = open::open_read_only(db_path)?;
+    let txn = crate::index::wait::waiting(|| db.begin_read()).ok()?;
+    crate::index::guard::read("listing", || txn.open_table(LISTING)).ok()
+}
+
+/// Every row of a sidecar's `listing` table: one read transaction, one range scan.
+fn read_rows(db_path: &Path) -> Option<Rows> {
+    let db = open::open_read_only(db_path)?;
+    let txn = crate::index::wait::waiting(|| db.begin_read()).ok()?;
+    crate::index::guard::read("listing", || {
+        let t = txn.open_table(LISTING)?;
+        let mut rows = Vec::with_capacity(usize::try_from(t.len()?).unwrap_or(0));
+        for entry in t.iter()? {
+            let (k, v) = entry?;
+            rows.push((Box::from(k.value()), Box::from(v.value())));
+        }
+        Ok::<_, redb::Error>(rows)
+    })
+    .ok()
+}
+
+fn write_rows(db_path: &Path, pending: &[(String, Vec<u8>)]) {
     let Ok(db) = IndexDb::open(db_path) else {
         return;
     };
@@ -149,7 +424,7 @@ fn write_facts(db_path: &Path, pending: &[(String, Vec<u8>)]) {
         return;
     };
     {
-        let Ok(mut t) = txn.open_table(FACTS) else {
+        let Ok(mut t) = txn.open_table(LISTING) else {
             return;
         };
         for (k, v) in pending {
@@ -159,12 +434,4 @@ fn write_facts(db_path: &Path, pending: &[(String, Vec<u8>)]) {
         }
     }
     let _ = txn.commit();
-}
-
-fn lookup(t: &ReadOnlyTable<&'static str, &'static [u8]>, key: &str) -> Option<Cached> {
-    let v = crate::index::guard::read("facts", || {
-        Ok::<_, redb::StorageError>(t.get(key)?.map(|v| v.value().to_vec()))
-    })
-    .ok()??;
-    decode(key.as_bytes(), &v)
 }

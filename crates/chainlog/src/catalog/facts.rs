@@ -29,7 +29,7 @@ use super::discover;
 use super::prompt;
 use crate::chain::{Link, Resolution, ResolveOptions, Transcript, View, resolve};
 use crate::error::{Error, Result};
-use crate::resume::{ViewEntry, read_view};
+use crate::resume::body::entry;
 use crate::transcript::envelope::{Flags, Kind, hash64};
 use crate::transcript::id::Id;
 use crate::transcript::time::format_millis;
@@ -165,12 +165,108 @@ impl SessionFacts {
         }
         v
     }
+
+    /// The object `chainlog ls --json` prints, with `schema` last, written straight to `out`
+    /// (one line): the bytes of [`SessionFacts::to_listing_json`] with `schema` appended,
+    /// without building a `Value`. Facts that do not serialise (a path that is not UTF-8)
+    /// are `null`, as `to_listing_json` makes them.
+    pub fn write_listing_json(
+        &self,
+        out: &mut impl std::io::Write,
+        schema: u32,
+    ) -> std::io::Result<()> {
+        let row = ListingJson {
+            session_id: &self.session_id,
+            path: &self.path,
+            project_key: &self.project_key,
+            cwd: &self.cwd,
+            title: &self.title,
+            custom_title: &self.custom_title,
+            ai_title: &self.ai_title,
+            summary: &self.summary,
+            first_prompt: &self.first_prompt,
+            last_prompt: &self.last_prompt,
+            git_branch: &self.git_branch,
+            tag: &self.tag,
+            message_count: self.message_count,
+            created: &self.created,
+            modified: &self.modified,
+            file_modified: &self.file_modified,
+            bytes: self.bytes,
+            forked_from: &self.forked_from,
+            agents: self.agents,
+            inline_agents: self.inline_agents,
+            bad_lines: self.bad_lines,
+            pr_link: &self.pr_link,
+            leaf_uuid: &self.leaf_uuid,
+            sidechain: self.sidechain,
+            team_name: &self.team_name,
+            schema,
+        };
+        let mut line = Vec::with_capacity(1024);
+        if serde_json::to_writer(&mut line, &row).is_err() {
+            line.clear();
+            line.extend_from_slice(b"null");
+        }
+        line.push(b'\n');
+        out.write_all(&line)
+    }
 }
+
+/// [`SessionFacts`] as `ls --json` prints it: the fields in declaration order without the
+/// join fields, then `schema`.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ListingJson<'a> {
+    session_id: &'a str,
+    path: &'a Path,
+    project_key: &'a str,
+    cwd: &'a Option<String>,
+    title: &'a str,
+    custom_title: &'a Option<String>,
+    ai_title: &'a Option<String>,
+    summary: &'a Option<String>,
+    first_prompt: &'a Option<String>,
+    last_prompt: &'a Option<String>,
+    git_branch: &'a Option<String>,
+    tag: &'a Option<String>,
+    message_count: u64,
+    created: &'a Option<String>,
+    modified: &'a Option<String>,
+    file_modified: &'a Option<String>,
+    bytes: u64,
+    forked_from: &'a Option<ForkedFrom>,
+    agents: u64,
+    inline_agents: u64,
+    bad_lines: u64,
+    pr_link: &'a Option<PrLink>,
+    leaf_uuid: &'a Option<String>,
+    sidechain: bool,
+    team_name: &'a Option<String>,
+    schema: u32,
+}
+
+/// Files up to this size are read with one `read` and framed in memory (the chunked reader
+/// starts with a 4 MiB buffer); their chain lines are then cut from the same bytes.
+const READ_WHOLE: u64 = 1 << 20;
 
 /// Scans a session file with the reference loader and computes its facts: the callback
 /// `chainlog` passes to [`super::list::list_sessions`] when no index answers.
 pub fn scan_session_facts(path: &Path) -> Result<SessionFacts> {
-    let t = Transcript::open(path).map_err(|e| Error::io(path, e))?;
+    let mut file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+    let meta = file.metadata().map_err(|e| Error::io(path, e))?;
+    let (t, bytes) = if meta.len() <= READ_WHOLE {
+        let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0) + 1);
+        std::io::Read::read_to_end(&mut file, &mut bytes).map_err(|e| Error::io(path, e))?;
+        let mut t = Transcript::scan_bytes(&bytes);
+        t.path = Some(path.to_path_buf());
+        (t, Some(bytes))
+    } else {
+        (
+            Transcript::open(path).map_err(|e| Error::io(path, e))?,
+            None,
+        )
+    };
     let res = resolve(
         &t,
         ResolveOptions {
@@ -180,7 +276,11 @@ pub fn scan_session_facts(path: &Path) -> Result<SessionFacts> {
         },
     )
     .map_err(|e| Error::NotFound(format!("{}: {e}", path.display())))?;
-    session_facts(path, &t, &res)
+    let lines = match &bytes {
+        Some(b) => Lines::Bytes(b),
+        None => Lines::File(&file),
+    };
+    facts_from(path, &t, &res, &lines, &meta)
 }
 
 /// The facts of one session file (format.md §A6) from its scan and resolution.
@@ -189,6 +289,34 @@ pub fn scan_session_facts(path: &Path) -> Result<SessionFacts> {
 /// prompt and the count describe the whole conversation rather than the part after the last
 /// compaction. Only lines of the chain (and the `pr-link` entry) are read, by offset.
 pub fn session_facts(path: &Path, t: &Transcript, res: &Resolution) -> Result<SessionFacts> {
+    let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+    let meta = file.metadata().map_err(|e| Error::io(path, e))?;
+    facts_from(path, t, res, &Lines::File(&file), &meta)
+}
+
+/// Where chain lines are read from: the open file (by offset), or its bytes read whole.
+enum Lines<'a> {
+    File(&'a std::fs::File),
+    Bytes(&'a [u8]),
+}
+
+impl Lines<'_> {
+    fn line(&self, path: &Path, pos: crate::transcript::frame::LinePos) -> Result<Vec<u8>> {
+        match self {
+            Lines::File(f) => crate::transcript::frame::read_line(f, path, pos),
+            Lines::Bytes(b) => crate::transcript::frame::line_in(b, path, pos),
+        }
+    }
+}
+
+/// [`session_facts`] with the chain lines from `lines` and the file's metadata `meta`.
+fn facts_from(
+    path: &Path,
+    t: &Transcript,
+    res: &Resolution,
+    lines: &Lines<'_>,
+    meta: &std::fs::Metadata,
+) -> Result<SessionFacts> {
     let stem = path
         .file_stem()
         .and_then(|s| s.to_str())
@@ -209,7 +337,13 @@ pub fn session_facts(path: &Path, t: &Transcript, res: &Resolution) -> Result<Se
         .filter_map(|l| t.row(l.uuid).map(|r| r.head.timestamp))
         .filter(|&ts| ts != i64::MIN)
         .collect();
-    let reader = ChainReader { path, t, chain };
+    let reader = ChainReader {
+        path,
+        lines,
+        t,
+        chain,
+        last: std::cell::RefCell::default(),
+    };
     let first = reader.first_with(|v| v.get("cwd").is_some())?;
     let field = |v: &Option<Value>, k: &str| {
         v.as_ref()
@@ -249,7 +383,7 @@ pub fn session_facts(path: &Path, t: &Transcript, res: &Resolution) -> Result<Se
             .count() as u64,
         created: times.iter().min().and_then(|&ms| format_millis(ms)),
         modified: times.iter().max().and_then(|&ms| format_millis(ms)),
-        file_modified: file_mtime(path),
+        file_modified: file_mtime(meta),
         bytes: t.frame.complete_len + t.frame.torn_tail.map_or(0, |(_, len)| len),
         forked_from: first
             .as_ref()
@@ -266,7 +400,7 @@ pub fn session_facts(path: &Path, t: &Transcript, res: &Resolution) -> Result<Se
         agents: inline,
         inline_agents: inline,
         bad_lines: t.bad_lines.iter().filter(|b| b.problem.skipped()).count() as u64,
-        pr_link: pr_link(path, t, session)?,
+        pr_link: pr_link(path, lines, t, session)?,
         leaf_uuid: leaf.map(|id| t.names.name(id)),
         sidechain: all_sidechain,
         team_name: field(&first, "teamName"),
@@ -280,14 +414,25 @@ pub fn session_facts(path: &Path, t: &Transcript, res: &Resolution) -> Result<Se
 /// Reads chain lines by offset, one at a time.
 struct ChainReader<'a> {
     path: &'a Path,
+    lines: &'a Lines<'a>,
     t: &'a Transcript,
     chain: &'a [Link],
+    /// The last line read (its offset and value): the first prompt is usually the line the
+    /// `cwd` came from.
+    last: std::cell::RefCell<Option<(u64, Option<Value>)>>,
 }
 
 impl ChainReader<'_> {
     fn read(&self, link: &Link) -> Result<Option<Value>> {
-        let view: Vec<ViewEntry> = read_view(self.path, std::slice::from_ref(link), &self.t.names)?;
-        Ok(view.first().and_then(ViewEntry::value))
+        if let Some((offset, v)) = &*self.last.borrow()
+            && *offset == link.pos.offset
+        {
+            return Ok(v.clone());
+        }
+        let raw = self.lines.line(self.path, link.pos)?;
+        let v = entry(raw, link, &self.t.names, self.path)?.value();
+        *self.last.borrow_mut() = Some((link.pos.offset, v.clone()));
+        Ok(v)
     }
 
     /// The first chain entry satisfying `want` (or the first entry when none does, within a
@@ -380,12 +525,11 @@ fn foreign_summaries(t: &Transcript) -> Vec<ForeignSummary> {
 }
 
 /// The last `pr-link` of a session, read by offset.
-fn pr_link(path: &Path, t: &Transcript, session: u64) -> Result<Option<PrLink>> {
+fn pr_link(path: &Path, lines: &Lines<'_>, t: &Transcript, session: u64) -> Result<Option<PrLink>> {
     let Some(r) = t.metadata.session_value("pr-link", session) else {
         return Ok(None);
     };
-    let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
-    let line = crate::transcript::frame::read_line(&file, path, r.pos)?;
+    let line = lines.line(path, r.pos)?;
     let Some(v) = crate::resume::body::parse_value(&line) else {
         return Ok(None);
     };
@@ -397,8 +541,8 @@ fn pr_link(path: &Path, t: &Transcript, session: u64) -> Result<Option<PrLink>> 
     }))
 }
 
-fn file_mtime(path: &Path) -> Option<String> {
-    let m = std::fs::metadata(path).ok()?.modified().ok()?;
+fn file_mtime(meta: &std::fs::Metadata) -> Option<String> {
+    let m = meta.modified().ok()?;
     format_millis(chrono::DateTime::<chrono::Utc>::from(m).timestamp_millis())
 }
 
@@ -563,5 +707,29 @@ mod tests {
             assert!(listing.get(key).is_some(), "{key} missing");
         }
         assert!(listing.get("tips").is_none());
+    }
+
+    #[test]
+    fn listing_json_is_the_value_with_schema_byte_for_byte() {
+        let fork = r#","forkedFrom":{"sessionId":"22222222-2222-4222-8222-222222222222","messageUuid":null}"#;
+        let mut f = user(1, None, 1, r#""hello \"quoted\" ünï""#, fork);
+        writeln!(f, r#"{{"type":"pr-link","sessionId":"{S}","prNumber":7,"prUrl":"https://x/pull/7","prRepository":"o/r"}}"#).unwrap();
+        writeln!(f, r#"{{"type":"tag","tag":"t1","sessionId":"{S}"}}"#).unwrap();
+        for facts in [
+            facts_of(&f),
+            facts_of(""),
+            facts_of(&user(1, None, 1, r#""x""#, "")),
+        ] {
+            let mut v = facts.to_listing_json();
+            v.as_object_mut().unwrap().insert("schema".into(), 3.into());
+            let mut want = serde_json::to_vec(&v).unwrap();
+            want.push(b'\n');
+            let mut got = Vec::new();
+            facts.write_listing_json(&mut got, 3).unwrap();
+            assert_eq!(
+                String::from_utf8(got).unwrap(),
+                String::from_utf8(want).unwrap()
+            );
+        }
     }
 }

@@ -82,6 +82,27 @@ impl ListOptions {
 /// The per-file facts callback: the seam where an index plugs in.
 pub type FactsFn<'a> = dyn FnMut(&Path) -> Result<SessionFacts> + 'a;
 
+/// Where a listing gets the facts of each file: a [`FactsFn`] callback, or a source that can
+/// also answer a project's files at once (the listing table, [`super::cache::FactsCache`]).
+pub trait FactsSource {
+    /// The facts of the session file at `path`.
+    fn facts(&mut self, path: &Path) -> Result<SessionFacts>;
+
+    /// The facts of each of `paths`, in order (a source may answer them together).
+    fn facts_all(&mut self, paths: &[PathBuf]) -> Vec<Result<SessionFacts>> {
+        paths.iter().map(|p| self.facts(p)).collect()
+    }
+}
+
+/// A [`FactsFn`] as a [`FactsSource`].
+struct Callback<'a, 'b>(&'a mut FactsFn<'b>);
+
+impl FactsSource for Callback<'_, '_> {
+    fn facts(&mut self, path: &Path) -> Result<SessionFacts> {
+        (self.0)(path)
+    }
+}
+
 /// The project directories a listing covers, and the cwd that confirms them.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Scope {
@@ -182,8 +203,18 @@ pub fn list_sessions_skipping(
     facts: &mut FactsFn<'_>,
     skipped: &mut Vec<Error>,
 ) -> Result<Vec<SessionFacts>> {
+    list_sessions_from(claude_dir, opts, &mut Callback(facts), skipped)
+}
+
+/// [`list_sessions_skipping`] with the facts from a [`FactsSource`].
+pub fn list_sessions_from(
+    claude_dir: &Path,
+    opts: &ListOptions,
+    facts: &mut dyn FactsSource,
+    skipped: &mut Vec<Error>,
+) -> Result<Vec<SessionFacts>> {
     let scope = resolve_scope(claude_dir, opts.project.as_deref(), opts.all)?;
-    let mut out = list_scope_skipping(&scope, facts, skipped);
+    let mut out = list_scope_from(&scope, facts, skipped);
     let needle = opts.search.as_deref().map(str::to_lowercase);
     out.retain(|f| {
         let search_ok = needle.as_deref().is_none_or(|n| {
@@ -223,22 +254,52 @@ pub fn list_sessions_skipping(
 /// The two clocks are not mixed: a file's modification time moves when it is copied or
 /// checked out, a message time does not.
 pub fn sort_sessions(sessions: &mut [SessionFacts], by: SortBy) {
-    // RFC 3339 UTC strings of one fixed format order as their instants.
-    let key = |f: &SessionFacts| {
-        let message_time = match by {
-            SortBy::Modified => f.modified.clone(),
-            SortBy::Created => f.created.clone(),
-        };
-        match message_time {
-            Some(t) => (true, Some(t)),
-            None => (false, f.file_modified.clone()),
+    // RFC 3339 UTC strings of one fixed format order as their instants. The keys are taken
+    // once and borrowed; the order is found on them and applied with swaps (a session's
+    // facts are hundreds of bytes: they are not moved around by the sort).
+    let mut keyed: Vec<SortKey<'_>> = sessions
+        .iter()
+        .enumerate()
+        .map(|(i, f)| {
+            let message_time = match by {
+                SortBy::Modified => f.modified.as_deref(),
+                SortBy::Created => f.created.as_deref(),
+            };
+            let key = match message_time {
+                Some(t) => (true, Some(t)),
+                None => (false, f.file_modified.as_deref()),
+            };
+            (key, f.path.as_os_str().as_encoded_bytes(), i)
+        })
+        .collect();
+    keyed.sort_unstable_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(b.1)).then(a.2.cmp(&b.2)));
+    let order: Vec<usize> = keyed.into_iter().map(|(_, _, i)| i).collect();
+    permute(sessions, &order);
+}
+
+/// A session's place in a listing: (has a message time, the time), its path's bytes (ties),
+/// its index.
+type SortKey<'a> = ((bool, Option<&'a str>), &'a [u8], usize);
+
+/// Puts at each position `i` of `items` the item that was at `order[i]` (`order` is a
+/// permutation), following its cycles with swaps.
+fn permute<T>(items: &mut [T], order: &[usize]) {
+    let mut done = vec![false; items.len()];
+    for start in 0..items.len() {
+        if done[start] {
+            continue;
         }
-    };
-    sessions.sort_by(|a, b| {
-        key(b)
-            .cmp(&key(a))
-            .then_with(|| a.path.as_os_str().cmp(b.path.as_os_str()))
-    });
+        let mut at = start;
+        loop {
+            done[at] = true;
+            let from = order[at];
+            if from == start {
+                break;
+            }
+            items.swap(at, from);
+            at = from;
+        }
+    }
 }
 
 /// Every listed session of the scope, joined across files, unfiltered and unsorted. Strict:
@@ -258,9 +319,17 @@ pub fn list_scope_skipping(
     facts: &mut FactsFn<'_>,
     skipped: &mut Vec<Error>,
 ) -> Vec<SessionFacts> {
+    list_scope_from(scope, &mut Callback(facts), skipped)
+}
+
+fn list_scope_from(
+    scope: &Scope,
+    facts: &mut dyn FactsSource,
+    skipped: &mut Vec<Error>,
+) -> Vec<SessionFacts> {
     let mut out = Vec::new();
     for dir in &scope.dirs {
-        let mut sessions = match list_dir(&dir.path, facts, skipped) {
+        let mut sessions = match list_dir_from(&dir.path, facts, skipped) {
             Ok(s) => s,
             Err(e) => {
                 skipped.push(e);
@@ -295,10 +364,24 @@ pub fn list_dir(
     facts: &mut FactsFn<'_>,
     skipped: &mut Vec<Error>,
 ) -> Result<Vec<SessionFacts>> {
+    list_dir_from(dir, &mut Callback(facts), skipped)
+}
+
+/// [`list_dir`] with the facts from a [`FactsSource`] (asked for the whole folder first).
+pub fn list_dir_from(
+    dir: &Path,
+    facts: &mut dyn FactsSource,
+    skipped: &mut Vec<Error>,
+) -> Result<Vec<SessionFacts>> {
     let listing = list_project(dir)?;
+    let answers = facts.facts_all(&listing.sessions);
     let mut all = Vec::with_capacity(listing.sessions.len());
-    for path in &listing.sessions {
-        match facts_once_more_if_changed(path, facts) {
+    for (path, answer) in listing.sessions.iter().zip(answers) {
+        let answer = match answer {
+            Err(Error::Changed { .. } | Error::BadEntry { .. }) => facts.facts(path),
+            r => r,
+        };
+        match answer {
             Ok(f) => all.push(f),
             // Deleted between the listing and the read (Claude Code's cleanup): not listed.
             Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {}
@@ -329,13 +412,6 @@ pub fn list_dir(
         f.agents = f.inline_agents + files + beside;
     }
     Ok(sessions)
-}
-
-fn facts_once_more_if_changed(path: &Path, facts: &mut FactsFn<'_>) -> Result<SessionFacts> {
-    match facts(path) {
-        Err(Error::Changed { .. } | Error::BadEntry { .. }) => facts(path),
-        r => r,
-    }
 }
 
 /// Fills `summary` (and the title) of sessions without one from summaries other files of the
@@ -395,5 +471,75 @@ mod tests {
         assert_eq!(resolve_scope(claude, None, true).unwrap().dirs.len(), 2);
         let none = resolve_scope(claude, Some(Path::new("/no/such/dir")), false).unwrap();
         assert!(none.dirs.is_empty());
+    }
+
+    /// The sort on borrowed keys with swaps orders as a stable sort on cloned keys does.
+    #[test]
+    fn sort_equals_a_stable_sort_on_cloned_keys() {
+        let times = [
+            None,
+            Some("2025-01-01T00:00:01.000Z"),
+            Some("2025-01-02T00:00:00.000Z"),
+            Some("2024-12-31T23:59:59.999Z"),
+        ];
+        let mut all = Vec::new();
+        for i in 0..64u32 {
+            let t = |k: u32| times[((i * 7 + k * 3) % 4) as usize].map(str::to_owned);
+            let mut f = blank();
+            f.path = PathBuf::from(format!("/p/{:02}.jsonl", (i * 37) % 64));
+            f.modified = t(0);
+            f.created = t(1);
+            f.file_modified = t(2);
+            all.push(f);
+        }
+        for by in [SortBy::Modified, SortBy::Created] {
+            let mut want = all.clone();
+            let key = |f: &SessionFacts| {
+                let m = match by {
+                    SortBy::Modified => f.modified.clone(),
+                    SortBy::Created => f.created.clone(),
+                };
+                match m {
+                    Some(t) => (true, Some(t)),
+                    None => (false, f.file_modified.clone()),
+                }
+            };
+            want.sort_by(|a, b| key(b).cmp(&key(a)).then_with(|| a.path.cmp(&b.path)));
+            let mut got = all.clone();
+            sort_sessions(&mut got, by);
+            assert_eq!(got, want, "{by:?}");
+        }
+    }
+
+    fn blank() -> SessionFacts {
+        SessionFacts {
+            session_id: String::new(),
+            path: PathBuf::new(),
+            project_key: String::new(),
+            cwd: None,
+            title: String::new(),
+            custom_title: None,
+            ai_title: None,
+            summary: None,
+            first_prompt: None,
+            last_prompt: None,
+            git_branch: None,
+            tag: None,
+            message_count: 0,
+            created: None,
+            modified: None,
+            file_modified: None,
+            bytes: 0,
+            forked_from: None,
+            agents: 0,
+            inline_agents: 0,
+            bad_lines: 0,
+            pr_link: None,
+            leaf_uuid: None,
+            sidechain: false,
+            team_name: None,
+            tips: Vec::new(),
+            foreign_summaries: Vec::new(),
+        }
     }
 }

@@ -11,11 +11,13 @@
 //! | [`target`] | what `resume X` means: a path, a session id, an agent id or a title |
 //! | [`agents`] | the sub-agents of one session |
 //! | [`inline`] | inline (1.0.x) sub-agents: sidechain rows grouped, from a scan or the index |
+//! | [`cache`] | the listing table: each session's facts in its project's sidecar, valid per file stat |
 //!
 //! # The seam
 //! Listing takes the per-file facts as a callback (`&mut dyn FnMut(&Path) ->
 //! Result<SessionFacts>`): [`scan_session_facts`] answers with the reference loader (a full
-//! scan per file); an index answers from its tables. Everything else (discovery, joins across
+//! scan per file); an index answers from its tables ([`list::FactsSource`]: the listing table
+//! answers a project's files at once, [`cache::FactsCache::facts_all`]). Everything else (discovery, joins across
 //! files, filters, order, title lookups) is shared, so both give the same listing.
 
 pub mod agents;

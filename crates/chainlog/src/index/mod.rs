@@ -222,6 +222,19 @@ impl Store {
         }
     }
 
+    /// Whether an operation on the sidecar at `db_path` was abandoned as busy (a lock held
+    /// past `wait::LOCK_WAIT`): later operations of this `Store` skip it.
+    pub(crate) fn is_busy(&self, db_path: &Path) -> bool {
+        self.busy.lock().is_ok_and(|b| b.contains(db_path))
+    }
+
+    /// Remembers the sidecar at `db_path` as busy (see [`Store::is_busy`]).
+    pub(crate) fn mark_busy(&self, db_path: &Path) {
+        if let Ok(mut b) = self.busy.lock() {
+            b.insert(db_path.to_path_buf());
+        }
+    }
+
     fn catch_up_unguarded(&self, transcript: &Path) -> Result<CatchUp> {
         let db_path = self.db_path(transcript);
         let stat = Stat::of(transcript)?;

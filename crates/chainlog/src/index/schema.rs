@@ -20,7 +20,7 @@
 //! | `reparented` | (file, effective parent, seq) | () | reverse of re-pointed parents |
 //! | `leaf_times` | (file, sidechain, timestamp, seq) | () | leaves by time: the newest is the last key |
 //! | `forward` | (file, uuid) | () | ids named (snip, preserved segment, parent) before any row had them |
-//! | `facts` | path | bytes | picker facts of a session (cached) |
+//! | `listing` | path | header + bytes | what `ls` shows of a session, with the stat it is valid for (`catalog::cache`) |
 //! | `counts` | (file, kind, id) | count | entries of a `children` or `msg_ids` range (checked by scans) |
 //! | `sidechains` | (file, seq) | () | rows of `isSidechain` messages (inline sub-agents), counted in [`FileState::sidechain_rows`] |
 //! | `view` | (file, n) | head, then fixed link records | the materialised resume view ([`super::view`]) |
@@ -48,7 +48,10 @@ use redb::TableDefinition;
 ///   agents`, agent targets) are read from the index instead of a scan of the session.
 /// - 8: `view` table: the default resume answer materialised at catch-up (a warm resume is one
 ///   range read, not a walk).
-pub const INDEX_SCHEMA_VERSION: u32 = 8;
+/// - 9: `listing` table replaces `facts`: a fixed header (the file's stat and when it was
+///   read) before the facts, so a listing checks a row without decoding it; read with one
+///   range scan per sidecar, and filled by `chainlog index`.
+pub const INDEX_SCHEMA_VERSION: u32 = 9;
 
 /// The lowest and highest 16-byte ids, for range scans over one file's rows.
 pub const ID_FIRST: [u8; 16] = [0; 16];
@@ -72,7 +75,7 @@ pub const DERIVED: TableDefinition<(u32, u8, [u8; 16]), &[u8]> = TableDefinition
 pub const REPARENTED: TableDefinition<(u32, [u8; 16], u32), ()> =
     TableDefinition::new("reparented");
 pub const LEAF_TIMES: TableDefinition<(u32, u8, u64, u32), ()> = TableDefinition::new("leaf_times");
-pub const FACTS: TableDefinition<&str, &[u8]> = TableDefinition::new("facts");
+pub const LISTING: TableDefinition<&str, &[u8]> = TableDefinition::new("listing");
 pub const FORWARD: TableDefinition<(u32, [u8; 16]), ()> = TableDefinition::new("forward");
 pub const COUNTS: TableDefinition<(u32, u8, [u8; 16]), &[u8]> = TableDefinition::new("counts");
 pub const SIDECHAINS: TableDefinition<(u32, u32), ()> = TableDefinition::new("sidechains");
@@ -109,7 +112,7 @@ pub fn create_all(txn: &redb::WriteTransaction) -> Result<(), redb::TableError> 
     txn.open_table(DERIVED)?;
     txn.open_table(REPARENTED)?;
     txn.open_table(LEAF_TIMES)?;
-    txn.open_table(FACTS)?;
+    txn.open_table(LISTING)?;
     txn.open_table(FORWARD)?;
     txn.open_table(COUNTS)?;
     txn.open_table(SIDECHAINS)?;

@@ -138,7 +138,7 @@ impl Iterator for Lines<'_> {
 
 /// The entry of `link` from its line's content `raw`: checked to be the expected message and
 /// projected.
-fn entry(raw: Vec<u8>, link: &Link, names: &IdNames, path: &Path) -> Result<ViewEntry> {
+pub fn entry(raw: Vec<u8>, link: &Link, names: &IdNames, path: &Path) -> Result<ViewEntry> {
     let projected = project(&raw, link, names).ok_or_else(|| Error::BadEntry {
         position: Position {
             path: path.into(),

@@ -281,6 +281,23 @@ pub fn read_line(file: &File, path: &Path, pos: LinePos) -> Result<Vec<u8>> {
     Ok(buf)
 }
 
+/// The line at `pos` of `bytes`, the whole file read at once, as [`read_line`] reads it.
+pub fn line_in(bytes: &[u8], path: &Path, pos: LinePos) -> Result<Vec<u8>> {
+    let raw = usize::try_from(pos.offset)
+        .ok()
+        .and_then(|s| Some((s, s.checked_add(usize::try_from(pos.len).ok()?)?)))
+        .and_then(|(s, e)| bytes.get(s..e))
+        .ok_or_else(|| {
+            read_error(
+                &std::io::Error::from(std::io::ErrorKind::UnexpectedEof),
+                path,
+                pos,
+            )
+        })?;
+    let keep = content_of(raw, path, pos)?;
+    Ok(raw[keep].to_vec())
+}
+
 /// The error of a failed `pread` of the line at `pos`: a file that ends before it changed.
 pub fn read_error(e: &std::io::Error, path: &Path, pos: LinePos) -> Error {
     let position = Position {
