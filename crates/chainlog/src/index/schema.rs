@@ -46,8 +46,8 @@ use redb::TableDefinition;
 ///   of `DEAD`, `PRESERVED` and `ZEROED` facts.
 /// - 7: `sidechains` table and `FileState::sidechain_rows`: inline sub-agents (`chainlog
 ///   agents`, agent targets) are read from the index instead of a scan of the session.
-/// - 8: `view` table: the default resume answer materialised at catch-up (a warm resume is one
-///   range read, not a walk).
+/// - 8: `view` table: the default resume answer materialised by the resume that walked it (a
+///   warm resume is one range read, not a walk).
 /// - 9: `listing` table replaces `facts`: a fixed header (the file's stat and when it was
 ///   read) before the facts, so a listing checks a row without decoding it; read with one
 ///   range scan per sidecar, and filled by `chainlog index`.
