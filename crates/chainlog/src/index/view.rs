@@ -1,5 +1,6 @@
 //! The materialised resume view: the answer of a default resume (the chosen leaf, the resume
-//! view), kept current at catch-up, so a warm resume is one range read instead of a walk.
+//! view), stored by the resume that walked it, so a warm resume is one range read instead of a
+//! walk.
 //!
 //! # Design
 //! One table, `view`, keyed `(file, n)`: `n = 0` holds the [`Head`] (the leaf, how the walk
