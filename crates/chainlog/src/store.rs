@@ -111,7 +111,7 @@ impl Store {
     /// after its catch-ups), so the next listing of them reads no transcript. Returns how
     /// many were scanned and how many rows were already current.
     ///
-    /// Files larger than [`LISTING_FILL_MAX`] are left to the first listing: their facts
+    /// Files larger than `LISTING_FILL_MAX` (1 MiB) are left to the first listing: their facts
     /// come from a full scan, which would make an `index` after a one-line append cost a
     /// read of the whole file.
     pub fn prepare_listing(&self, paths: &[PathBuf]) -> Result<ListingRows> {

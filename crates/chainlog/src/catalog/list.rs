@@ -367,7 +367,7 @@ pub fn list_dir(
     list_dir_from(dir, &mut Callback(facts), skipped)
 }
 
-/// [`list_dir`] with the facts from a [`FactsSource`] (asked for the whole folder first).
+/// `list_dir` with the facts from a [`FactsSource`] (asked for the whole folder first).
 pub fn list_dir_from(
     dir: &Path,
     facts: &mut dyn FactsSource,
