@@ -153,7 +153,7 @@ fn benches(c: &mut Criterion) {
                 .unwrap();
             let p = store.pending(&path, &ResumeOptions::default()).unwrap();
             assert!(
-                p.answer().materialised,
+                p.answer().materialised(),
                 "the warm resume was walked, not read from the materialised view"
             );
             let reference = store

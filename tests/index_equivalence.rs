@@ -100,7 +100,7 @@ fn assert_same(store: &Store, path: &Path, context: &str, every_leaf: bool) {
         .unwrap()
         .unwrap_or_else(|| panic!("{context}: index damaged"));
     assert!(
-        got.materialised,
+        got.materialised(),
         "{context}: the resume of {} was walked, not read from the materialised view",
         path.display()
     );

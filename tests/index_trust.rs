@@ -375,10 +375,7 @@ fn a_full_disk_leaves_no_temporary_file_and_resume_answers() {
             let out = cli(&resume_args(&path, &index));
             let err = String::from_utf8_lossy(&out.stderr);
             assert!(out.status.success(), "{kib} KiB, round {round}: {err}");
-            let got: Vec<String> = String::from_utf8_lossy(&out.stdout)
-                .lines()
-                .map(str::to_owned)
-                .collect();
+            let got = stdout_lines(&out);
             assert!(
                 got == want,
                 "{kib} KiB, round {round}: {} uuids: {err}",
@@ -625,10 +622,7 @@ fn a_stopped_writer_blocks_no_other_command_for_long() {
             assert_eq!(got, reference(&other), "{what}");
         }
         if let Some(want) = expect {
-            let got: Vec<String> = String::from_utf8_lossy(&out.stdout)
-                .lines()
-                .map(str::to_owned)
-                .collect();
+            let got = stdout_lines(&out);
             assert!(
                 got == want,
                 "{what}: {} lines, want {}",
@@ -739,4 +733,12 @@ fn bit_rot_rates() {
         }
     }
     assert_eq!(wrong_total, 0);
+}
+
+/// The lines a process printed on stdout.
+fn stdout_lines(out: &std::process::Output) -> Vec<String> {
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_owned)
+        .collect()
 }

@@ -246,7 +246,7 @@ fn finish(cli: &Cli, s: &Shown<'_>, format: Format, out: &mut impl Write) -> Cli
                 chainlog::Source::Index => "index",
                 chainlog::Source::Transcript(_) => "transcript",
             },
-            "materialised": ans.materialised,
+            "materialised": ans.materialised(),
         }});
         // Readable text stays text: its trailer goes to stderr.
         if format == Format::Text {

@@ -112,14 +112,20 @@ pub struct Answer {
     pub cursor: u64,
     /// Where the answer came from.
     pub source: Source,
-    /// Read from the materialised resume view (stored by an earlier resume): one range read,
-    /// no walk.
-    pub materialised: bool,
     /// How the conversation of the materialised view ends (its lines were read when it was
-    /// stored): `None` when the answer was walked.
+    /// stored): `Some` exactly when the answer was read from that view
+    /// ([`Answer::materialised`]), `None` when it was walked or scanned.
     pub interrupt: Option<crate::resume::Interrupt>,
     /// The index state a walked answer of the index was computed for (to materialise it).
     pub(crate) state: Option<FileState>,
+}
+
+impl Answer {
+    /// Read from the materialised resume view (stored by an earlier resume): one range read,
+    /// no walk.
+    pub fn materialised(&self) -> bool {
+        self.interrupt.is_some()
+    }
 }
 
 /// Transcripts and their index sidecars.
@@ -293,7 +299,8 @@ impl Store {
         ans: &Answer,
         interrupt: crate::resume::Interrupt,
     ) -> Result<()> {
-        let Some(st) = ans.state.clone().filter(|_| !ans.materialised) else {
+        // Only a walked answer of the index carries the state it was computed for.
+        let Some(st) = ans.state.clone() else {
             return Ok(());
         };
         let t = transcript.to_path_buf();
@@ -420,7 +427,7 @@ impl Store {
             return Ok(None);
         };
         let ans = query(&ro, st, transcript, view::OPTIONS, true)?;
-        Ok(ans.filter(|a| a.materialised))
+        Ok(ans.filter(Answer::materialised))
     }
 
     /// Resolves the chain of `transcript`, from the index when it can be used.
@@ -592,7 +599,6 @@ fn query(
         torn_tail,
         cursor,
         source: Source::Index,
-        materialised: interrupt.is_some(),
         interrupt,
         state,
     }))
@@ -645,7 +651,6 @@ fn reference(transcript: &Path, opts: ResolveOptions, why: String) -> Result<Ans
         torn_tail: t.frame.torn_tail,
         cursor: t.frame.complete_len,
         source: Source::Transcript(why),
-        materialised: false,
         interrupt: None,
         state: None,
     })

@@ -364,7 +364,7 @@ mod tests {
             "the view of the older state was served"
         );
         let walked = store.resolve_indexed(&path, OPTIONS).unwrap().unwrap();
-        assert!(!walked.materialised);
+        assert!(!walked.materialised());
         assert_eq!(walked.resolution.chain.len(), 3);
         resume().unwrap();
         let again = store.materialised(&path).unwrap().expect("stored again");

@@ -158,8 +158,6 @@ pub struct Pending {
     path: PathBuf,
     answer: Answer,
     chain: Vec<Link>,
-    /// The chain is the answer's whole chain (neither cut nor made strict).
-    whole_view: bool,
     /// What was asked (to resolve again when the file changes under the read).
     opts: ResumeOptions,
 }
@@ -308,7 +306,8 @@ impl Store {
 
     fn read_pending_once(&self, p: Pending) -> Result<Conversation> {
         let entries = read_view(&p.path, &p.chain, &p.answer.names)?;
-        if p.whole_view {
+        // The answer's whole chain (neither cut nor made strict) is the view.
+        if !p.opts.strict && p.opts.at.is_none() {
             let _ = self.store_view(&p.path, &p.answer, detect(&entries));
         }
         Ok(Conversation {
@@ -358,7 +357,6 @@ impl Store {
             path: path.to_path_buf(),
             answer,
             chain,
-            whole_view: !opts.strict && opts.at.is_none(),
             opts: ResumeOptions {
                 no_index,
                 ..opts.clone()
