@@ -347,41 +347,19 @@ fn current(key: &str, bytes: &[u8], stat: Stat) -> Option<SessionFacts> {
     rmp_serde::from_slice(facts).ok()
 }
 
-/// `f` over `items` in order, on up to `available_parallelism` threads, each taking at least
-/// `min_per_thread` items.
+/// `f` over `items` on rayon's threads, in order; at least `min_per_thread` items per task,
+/// so a short list stays on one thread.
 fn par_map<T: Send, R: Send>(
     items: Vec<T>,
     min_per_thread: usize,
-    f: impl Fn(T) -> R + Sync,
+    f: impl Fn(T) -> R + Sync + Send,
 ) -> Vec<R> {
-    let threads = std::thread::available_parallelism()
-        .map_or(1, std::num::NonZero::get)
-        .min(items.len() / min_per_thread.max(1))
-        .max(1);
-    if threads == 1 {
-        return items.into_iter().map(f).collect();
-    }
-    let per = items.len().div_ceil(threads);
-    let mut chunks: Vec<Vec<T>> = Vec::with_capacity(threads);
-    let mut items = items.into_iter();
-    loop {
-        let chunk: Vec<T> = items.by_ref().take(per).collect();
-        if chunk.is_empty() {
-            break;
-        }
-        chunks.push(chunk);
-    }
-    let f = &f;
-    std::thread::scope(|sc| {
-        let handles: Vec<_> = chunks
-            .into_iter()
-            .map(|chunk| sc.spawn(move || chunk.into_iter().map(f).collect::<Vec<R>>()))
-            .collect();
-        handles
-            .into_iter()
-            .flat_map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
-            .collect()
-    })
+    use rayon::prelude::*;
+    items
+        .into_par_iter()
+        .with_min_len(min_per_thread.max(1))
+        .map(f)
+        .collect()
 }
 
 /// Scans `path` (whose stat was `stat`): its facts, and when the scan started if the file
