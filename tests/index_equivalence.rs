@@ -12,7 +12,8 @@ use chainlog::reference::ResolveOptions;
 use chainlog::reference::Transcript;
 use chainlog::reference::View;
 use chainlog::reference::resolve;
-use chainlog::sidecar::verify;
+use chainlog::sidecar::{ViewUpdate, verify};
+use chainlog::view::{detect_interrupt, read_view};
 
 fn manifest() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -51,8 +52,11 @@ fn corpus() -> Vec<PathBuf> {
     files
 }
 
-fn assert_same(store: &Store, path: &Path, context: &str, every_leaf: bool) {
+/// Asserts that every answer of the index is the full scan's; returns what the catch-up (the
+/// first call) did to the materialised view.
+fn assert_same(store: &Store, path: &Path, context: &str, every_leaf: bool) -> ViewUpdate {
     let t = Transcript::open(path).unwrap();
+    let caught_up = store.catch_up(path).unwrap().view;
     for view in [View::Resume, View::Full] {
         let opts = ResolveOptions {
             leaf: None,
@@ -104,14 +108,23 @@ fn assert_same(store: &Store, path: &Path, context: &str, every_leaf: bool) {
         "{context}: the resume of {} was walked, not read from the materialised view",
         path.display()
     );
+    let want = resolve(&t, opts).unwrap();
     assert_eq!(
         got.resolution,
-        resolve(&t, opts).unwrap(),
+        want,
         "{context}: materialised view of {}",
         path.display()
     );
+    // How the conversation ends, as stored (or extended), is what its lines say.
+    let lines = read_view(path, &want.chain, &t.names).unwrap();
+    assert_eq!(
+        got.interrupt,
+        Some(detect_interrupt(&lines)),
+        "{context}: interrupt of the materialised view of {}",
+        path.display()
+    );
     if !every_leaf {
-        return;
+        return caught_up;
     }
     // Messages as requested starts.
     for leaf in &t
@@ -140,6 +153,7 @@ fn assert_same(store: &Store, path: &Path, context: &str, every_leaf: bool) {
             path.display()
         );
     }
+    caught_up
 }
 
 #[test]
@@ -160,6 +174,7 @@ fn cold_index_matches_reference_on_every_fixture_and_real_transcript() {
 fn catching_up_line_by_line_matches_reference() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::new(dir.path().join("index"));
+    let mut updates = std::collections::HashMap::<ViewUpdate, usize>::new();
     for (n, src) in corpus().into_iter().enumerate() {
         let bytes = std::fs::read(&src).unwrap();
         if bytes.len() > 60_000 {
@@ -182,10 +197,21 @@ fn catching_up_line_by_line_matches_reference() {
             f.flush().unwrap();
             written += chunk.len();
             let ctx = format!("after line {i} of {}", src.display());
-            assert_same(&store, &path, &ctx, false);
+            *updates
+                .entry(assert_same(&store, &path, &ctx, false))
+                .or_default() += 1;
         }
         assert_eq!(written, bytes.len());
     }
+    // The fast path answered: most appended lines continue the chain, and then the catch-up
+    // extended the view the last resume stored (each resume above is then read from it).
+    let extended = updates.get(&ViewUpdate::Extended).copied().unwrap_or(0);
+    let dropped = updates.get(&ViewUpdate::Dropped).copied().unwrap_or(0);
+    eprintln!("view updates after an appended line: {updates:?}");
+    assert!(
+        extended > dropped && extended > 100,
+        "too few views extended: {updates:?}"
+    );
 }
 
 /// `resume --format jsonl|uuids` prints line by line from the materialised view (the second

@@ -120,6 +120,7 @@ pub mod sidecar {
     pub use crate::index::schema::INDEX_SCHEMA_VERSION;
     pub use crate::index::sidechains::SidechainRows;
     pub use crate::index::state::IndexFault;
+    pub use crate::index::ingest::ViewUpdate;
     pub use crate::index::verify::{Difference, verify};
 }
 

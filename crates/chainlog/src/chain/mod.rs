@@ -10,7 +10,9 @@
 //! | 8 leaf choice | [`leaf`] |
 //! | 9 chain walk, 11 breaks | [`walk`] |
 //! | 10 parallel tool results | [`splice`] |
+//! | the chain after a plain append, from the old one | `extend` |
 
+pub(crate) mod extend;
 pub mod graph;
 pub mod leaf;
 pub mod scan;
@@ -300,6 +302,41 @@ fn finish<G: Graph>(
     leaves: Vec<Id>,
 ) -> Result<Resolution, G::Error> {
     let w = walk::walk(g, leaf_row, cross)?;
+    let chain = links(g, &w)?;
+    let chain_break = match w.stop {
+        Stop::MissingParent { child, parent } => {
+            let row = g.get(child)?.expect("walked rows are live");
+            Some(ChainBreak {
+                child,
+                parent,
+                pos: g.pos(row)?,
+                reachable_fraction: reachable_fraction(g, chain.len()),
+            })
+        }
+        _ => None,
+    };
+    Ok(Resolution {
+        leaf: Some((leaf_head.uuid, rule)),
+        chain,
+        stop: Some(w.stop),
+        chain_break,
+        bridges: chain_bridges(g, &w.bridges)?,
+        live: g.live_count(),
+        leaves,
+        session: Some(leaf_head.session),
+    })
+}
+
+/// The share of live messages a chain of `len` links reaches (a chain break's measure).
+fn reachable_fraction<G: Graph>(g: &G, len: usize) -> f64 {
+    #[expect(clippy::cast_precision_loss, reason = "a ratio for people")]
+    let f = len as f64 / g.live_count().max(1) as f64;
+    f
+}
+
+/// The links of a walk (steps 9–10): its rows with the parallel results spliced in, each with
+/// its effective parent (a bridge's target where the walk bridged).
+fn links<G: Graph>(g: &G, w: &walk::Walk) -> Result<Vec<Link>, G::Error> {
     let walked: HashSet<usize> = w.rows.iter().copied().collect();
     let spliced = splice::splice_parallel(g, &w.rows)?;
     let mut chain = Vec::with_capacity(spliced.len());
@@ -319,22 +356,13 @@ fn finish<G: Graph>(
             zero_usage: g.zeroed(h.uuid)?,
         });
     }
-    let chain_break = match w.stop {
-        Stop::MissingParent { child, parent } => {
-            let live = g.live_count().max(1);
-            let row = g.get(child)?.expect("walked rows are live");
-            Some(ChainBreak {
-                child,
-                parent,
-                pos: g.pos(row)?,
-                #[expect(clippy::cast_precision_loss, reason = "a ratio for people")]
-                reachable_fraction: chain.len() as f64 / live as f64,
-            })
-        }
-        _ => None,
-    };
-    let mut bridges = Vec::with_capacity(w.bridges.len());
-    for b in &w.bridges {
+    Ok(chain)
+}
+
+/// The bridges of a walk as reported, nearest to the leaf first.
+fn chain_bridges<G: Graph>(g: &G, bridged: &[walk::Bridged]) -> Result<Vec<ChainBridge>, G::Error> {
+    let mut bridges = Vec::with_capacity(bridged.len());
+    for b in bridged {
         let (child, to) = (g.head(b.child)?.into_owned(), g.head(b.to)?);
         bridges.push(ChainBridge {
             child: child.uuid,
@@ -344,16 +372,7 @@ fn finish<G: Graph>(
             gap_ms: child.timestamp - to.timestamp,
         });
     }
-    Ok(Resolution {
-        leaf: Some((leaf_head.uuid, rule)),
-        chain,
-        stop: Some(w.stop),
-        chain_break,
-        bridges,
-        live: g.live_count(),
-        leaves,
-        session: Some(leaf_head.session),
-    })
+    Ok(bridges)
 }
 
 /// One leaf with the facts `chainlog leaves` shows.

@@ -69,12 +69,45 @@ fn bridge_target<G: Graph>(g: &G, child: usize) -> Result<Option<usize>, G::Erro
 /// earlier message of the same sidechain flag at most [`BRIDGE_MAX_MS`] older, as the client
 /// does (format.md §A8); a larger gap ends the walk with [`Stop::MissingParent`].
 pub fn walk<G: Graph>(g: &G, leaf: usize, cross_boundaries: bool) -> Result<Walk, G::Error> {
+    let (w, end) = walk_until(g, leaf, cross_boundaries, |_, _| Probe::Go)?;
+    debug_assert!(end.is_none(), "the probe never stops the walk");
+    Ok(w)
+}
+
+/// What a walk does at the row it reached, asked by [`walk_until`] before taking it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Probe {
+    /// Take the row and go on.
+    Go,
+    /// Stop before this row (it is known): the walk ends there.
+    Known,
+    /// Stop: the walk is not wanted any more.
+    Abandon,
+}
+
+/// [`walk`], asking `probe(row, uuid)` before taking each row. When the probe stops it, the
+/// rows taken so far (root first, the stopping row not among them) come back with
+/// `Some((row, probe))`, and `stop` is meaningless.
+pub(crate) fn walk_until<G: Graph>(
+    g: &G,
+    leaf: usize,
+    cross_boundaries: bool,
+    mut probe: impl FnMut(usize, Id) -> Probe,
+) -> Result<(Walk, Option<(usize, Probe)>), G::Error> {
     let mut rows = Vec::new();
     let mut bridges = Vec::new();
     let mut seen = HashSet::new();
     let mut cur = leaf;
+    let mut ended = None;
     let stop = loop {
         let head = g.head(cur)?;
+        match probe(cur, head.uuid) {
+            Probe::Go => {}
+            p => {
+                ended = Some((cur, p));
+                break Stop::Root;
+            }
+        }
         if !seen.insert(cur) {
             break Stop::Cycle { at: head.uuid };
         }
@@ -110,9 +143,12 @@ pub fn walk<G: Graph>(g: &G, leaf: usize, cross_boundaries: bool) -> Result<Walk
         }
     };
     rows.reverse();
-    Ok(Walk {
-        rows,
-        stop,
-        bridges,
-    })
+    Ok((
+        Walk {
+            rows,
+            stop,
+            bridges,
+        },
+        ended,
+    ))
 }

@@ -44,6 +44,21 @@ pub struct CatchUp {
     pub lines: u64,
     /// Why the file was indexed again from zero, if it was.
     pub reindexed: Option<&'static str>,
+    /// What became of the materialised resume view.
+    pub view: ViewUpdate,
+}
+
+/// What a catch-up did to the materialised resume view of the file (stored by the last
+/// resume that walked).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum ViewUpdate {
+    /// None was stored, or nothing was appended.
+    #[default]
+    Untouched,
+    /// Extended with the appended messages: the next default resume reads it.
+    Extended,
+    /// Dropped (the append was not a continuation this could prove): the next resume walks.
+    Dropped,
 }
 
 /// The identity and size of a transcript now.
@@ -294,6 +309,9 @@ pub fn catch_up(
                     .map_err(super::derive::ingest_error)?;
             if !done {
                 super::derive::derive(txn, &mut st)?;
+                // The projections were derived again: the stored view can no longer be
+                // extended (see `super::extension`), the next resume walks.
+                super::view::clear(txn, st.file)?;
             }
         }
     }

@@ -20,10 +20,12 @@
 //! | [`query`] | the [`Graph`](crate::chain::Graph) of one file read row by row |
 //! | [`sidechains`] | the sidechain rows of one file (inline sub-agents) |
 //! | [`view`] | the materialised resume view: a default resume as one range read |
+//! | [`extension`] | the view kept current after a plain append, from the new lines |
 //! | [`verify`] | compare index answers with a full scan |
 
 pub mod codec;
 pub mod derive;
+pub mod extension;
 pub mod guard;
 pub mod incremental;
 pub mod ingest;
@@ -276,7 +278,12 @@ impl Store {
             })
             .unwrap_or(Err(IngestError::Damaged));
             match done {
-                Ok(done) => return Ok(done),
+                Ok((mut done, st)) => {
+                    if done.bytes > 0 && done.reindexed.is_none() {
+                        done.view = extension::extend_view(db, transcript, &key, &st);
+                    }
+                    return Ok((done, st));
+                }
                 Err(IngestError::Io(e)) => return Err(e),
                 Err(IngestError::Db(e)) if attempt > 0 => return Err(db.err(e)),
                 Err(IngestError::Damaged) if attempt > 0 => {
@@ -289,7 +296,7 @@ impl Store {
         unreachable!("the loop returns")
     }
 
-    /// Stores `ans`, a walked answer of [`view::OPTIONS`] whose lines end as `interrupt` says,
+    /// Stores `ans`, a walked answer of [`view::OPTIONS`] whose lines end as `ending` says,
     /// as the materialised view of `transcript` ([`view`]), if the index still holds the state
     /// it was computed for. A resume that walked stores its answer this way, so the next one
     /// reads it; a catch-up never walks. Best effort: a failure leaves the walk to answer.
@@ -297,7 +304,7 @@ impl Store {
         &self,
         transcript: &Path,
         ans: &Answer,
-        interrupt: crate::resume::Interrupt,
+        ending: &crate::resume::interrupt::Ending,
     ) -> Result<()> {
         // Only a walked answer of the index carries the state it was computed for.
         let Some(st) = ans.state.clone() else {
@@ -305,6 +312,7 @@ impl Store {
         };
         let t = transcript.to_path_buf();
         let res = ans.resolution.clone();
+        let ending = ending.clone();
         self.bounded(transcript, move |s| {
             let path = s.db_path(&t);
             // redb panics on some damaged pages, writes included (see `guard`), and its close
@@ -320,7 +328,7 @@ impl Store {
                         return Ok(());
                     }
                 }
-                view::store(&txn, &st, &res, interrupt).map_err(|e| db.err(e))?;
+                view::store(&txn, &st, &res, &ending).map_err(|e| db.err(e))?;
                 txn.commit().map_err(|e| db.err(e))?;
                 drop(db);
                 Ok(())

@@ -51,7 +51,9 @@ use redb::TableDefinition;
 /// - 9: `listing` table replaces `facts`: a fixed header (the file's stat and when it was
 ///   read) before the facts, so a listing checks a row without decoding it; read with one
 ///   range scan per sidecar, and filled by `chainlog index`.
-pub const INDEX_SCHEMA_VERSION: u32 = 9;
+/// - 10: the `view` head holds the tool ids of the view's lines, so a catch-up after a plain
+///   append extends the view instead of leaving the next resume to walk.
+pub const INDEX_SCHEMA_VERSION: u32 = 10;
 
 /// The lowest and highest 16-byte ids, for range scans over one file's rows.
 pub const ID_FIRST: [u8; 16] = [0; 16];

@@ -27,6 +27,7 @@ use crate::chain::{
     ChainBreak, ChainBridge, LeafRule, Link, Resolution, ResolveOptions, Stop, View,
 };
 use crate::resume::Interrupt;
+use crate::resume::interrupt::Ending;
 use crate::transcript::envelope::Kind;
 use crate::transcript::frame::LinePos;
 use crate::transcript::id::Id;
@@ -81,6 +82,8 @@ struct Head {
     session: Option<u64>,
     /// How the view ends ([`Interrupt`]): 0 none, 1 an interrupted prompt, 2 a cut turn.
     interrupt: u8,
+    /// The tool ids the view's lines name ([`Ending::ids`]): what an extension checks.
+    ids: Vec<(u64, u32)>,
 }
 
 const INTERRUPTS: [Interrupt; 3] = [
@@ -154,7 +157,7 @@ fn decode_link(b: &[u8]) -> Option<Link> {
     })
 }
 
-fn head_of(st: &FileState, res: &Resolution, interrupt: Interrupt) -> Head {
+fn head_of(st: &FileState, res: &Resolution, ending: &Ending) -> Head {
     Head {
         stamp: Stamp::of(st),
         len: u32::try_from(res.chain.len()).unwrap_or(u32::MAX),
@@ -175,7 +178,11 @@ fn head_of(st: &FileState, res: &Resolution, interrupt: Interrupt) -> Head {
             .collect(),
         live: res.live as u64,
         session: res.session,
-        interrupt: INTERRUPTS.iter().position(|i| *i == interrupt).unwrap_or(0) as u8,
+        interrupt: INTERRUPTS
+            .iter()
+            .position(|i| *i == ending.interrupt)
+            .unwrap_or(0) as u8,
+        ids: ending.ids.clone(),
     }
 }
 
@@ -185,31 +192,79 @@ pub struct Stored {
     pub resolution: Resolution,
     /// [`crate::resume::detect`] of its lines.
     pub interrupt: Interrupt,
+    /// How it ends, with what an extension needs.
+    pub(crate) ending: Ending,
+}
+
+/// A view stored for an earlier state of the same file (appended to since): what
+/// [`super::Store`] extends after a plain append.
+pub(crate) struct Older {
+    stamp: Stamp,
+    /// The view as stored.
+    pub stored: Stored,
+    /// Rows the file had then: the rows from here on were appended since.
+    pub rows: u32,
 }
 
 /// Replaces the stored view of `st.file` with `res` (the answer of [`OPTIONS`] for `st`)
-/// whose lines end as `interrupt` says.
+/// whose lines end as `ending` says.
 pub fn store(
     txn: &WriteTransaction,
     st: &FileState,
     res: &Resolution,
-    interrupt: Interrupt,
+    ending: &Ending,
 ) -> Result<(), redb::Error> {
     let f = st.file;
     let mut t = txn.open_table(VIEW)?;
     t.retain_in((f, 0)..=(f, u32::MAX), |_, _| false)?;
-    let head = head_of(st, res, interrupt);
+    put(&mut t, st, res, ending, 0)
+}
+
+/// Writes the head of `res` and its links after the first `kept` (already stored).
+fn put(
+    t: &mut redb::Table<'_, (u32, u32), &'static [u8]>,
+    st: &FileState,
+    res: &Resolution,
+    ending: &Ending,
+    kept: usize,
+) -> Result<(), redb::Error> {
+    let f = st.file;
+    let head = head_of(st, res, ending);
     if head.len as usize != res.chain.len() || head.len == u32::MAX {
+        t.retain_in((f, 0)..=(f, u32::MAX), |_, _| false)?;
         return Ok(());
     }
     t.insert((f, 0), encode(&key_of(f, 0), &head).as_slice())?;
-    for (n, link) in (1..).zip(&res.chain) {
+    for (n, link) in (1..).zip(&res.chain).skip(kept) {
         t.insert(
             (f, n),
             tag(&key_of(f, u64::from(n)), encode_link(link)).as_slice(),
         )?;
     }
     Ok(())
+}
+
+/// Stores `res`, the view of `older` extended (its chain begins with `older`'s), for `st`;
+/// only the new links are written. Returns `false`, writing nothing, when the stored view is no
+/// longer `older` (another process stored one meanwhile).
+pub(crate) fn store_extended(
+    txn: &WriteTransaction,
+    st: &FileState,
+    older: &Older,
+    res: &Resolution,
+    ending: &Ending,
+) -> Result<bool, redb::Error> {
+    let f = st.file;
+    let mut t = txn.open_table(VIEW)?;
+    let current = t
+        .get((f, 0))?
+        .and_then(|v| decode::<Head>(&key_of(f, 0), v.value()));
+    let kept = older.stored.resolution.chain.len();
+    if current.is_none_or(|h| h.stamp != older.stamp || h.len as usize != kept) {
+        return Ok(false);
+    }
+    put(&mut t, st, res, ending, kept)?;
+    Ok(true)
 }
 
 /// Drops the stored view of file `f`.
@@ -226,27 +281,52 @@ pub fn load(
     t: &impl ReadableTable<(u32, u32), &'static [u8]>,
     st: &FileState,
 ) -> Result<Option<Stored>, IndexFault> {
-    let f = st.file;
+    let now = Stamp::of(st);
+    Ok(load_if(t, st.file, |s| *s == now)?.map(|(_, stored)| stored))
+}
+
+/// The view stored for an earlier state of the file `st` describes, if one is: same file
+/// (device and inode), fewer bytes indexed.
+pub(crate) fn load_older(
+    t: &impl ReadableTable<(u32, u32), &'static [u8]>,
+    st: &FileState,
+) -> Result<Option<Older>, IndexFault> {
+    let older = |s: &Stamp| {
+        (s.dev, s.ino) == (st.dev, st.ino) && s.indexed_len < st.indexed_len && s.rows <= st.rows
+    };
+    Ok(load_if(t, st.file, older)?.map(|(stamp, stored)| Older {
+        rows: stamp.rows,
+        stamp,
+        stored,
+    }))
+}
+
+/// The stored view of file `f` when its stamp passes `accept`.
+fn load_if(
+    t: &impl ReadableTable<(u32, u32), &'static [u8]>,
+    f: u32,
+    accept: impl Fn(&Stamp) -> bool,
+) -> Result<Option<(Stamp, Stored)>, IndexFault> {
     let damaged = |what: String| IndexFault::damaged("view", what);
+    let head = read("view", || {
+        t.get((f, 0))
+            .map(|v| v.map(|v| v.value().to_vec()))
+    })?;
+    let Some(head) = head else {
+        return Ok(None);
+    };
+    let Some(head) = decode::<Head>(&key_of(f, 0), &head) else {
+        return Err(damaged("the head fails its checksum".into()));
+    };
+    if !accept(&head.stamp) {
+        return Ok(None);
+    }
     // One range scan with its iteration and values under the guard (redb code only).
     let records = read("view", || {
-        t.range((f, 0)..=(f, u32::MAX))?
+        t.range((f, 1)..=(f, u32::MAX))?
             .map(|item| item.map(|(k, v)| (k.value().1, v.value().to_vec())))
             .collect::<Result<Vec<_>, redb::StorageError>>()
     })?;
-    let mut records = records.into_iter();
-    let Some((n, v)) = records.next() else {
-        return Ok(None);
-    };
-    if n != 0 {
-        return Err(damaged("the first record is not the head".into()));
-    }
-    let Some(head) = decode::<Head>(&key_of(f, 0), &v) else {
-        return Err(damaged("the head fails its checksum".into()));
-    };
-    if head.stamp != Stamp::of(st) {
-        return Ok(None);
-    }
     let mut chain = Vec::with_capacity(records.len());
     for (n, v) in records {
         if n as usize != chain.len() + 1 {
@@ -310,10 +390,17 @@ pub fn load(
         leaves: Vec::new(),
         session: head.session,
     };
-    Ok(Some(Stored {
-        resolution,
-        interrupt,
-    }))
+    Ok(Some((
+        head.stamp,
+        Stored {
+            resolution,
+            interrupt,
+            ending: Ending {
+                interrupt,
+                ids: head.ids,
+            },
+        },
+    )))
 }
 
 #[cfg(test)]
@@ -332,8 +419,17 @@ mod tests {
         ) + "\n"
     }
 
-    /// A view stored for an older state of the file (the file caught up since without a
-    /// resume) is not served: the answer is walked, and that resume stores the view again.
+    fn append(path: &std::path::Path, text: &str) {
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(path)
+            .unwrap();
+        f.write_all(text.as_bytes()).unwrap();
+    }
+
+    /// A view stored for an older state of the file that the append does not continue (here a
+    /// branch from an earlier message) is dropped by the catch-up, not served: the answer is
+    /// walked, and that resume stores the view again.
     #[test]
     fn a_view_of_an_older_state_is_not_served() {
         let dir = tempfile::tempdir().unwrap();
@@ -353,22 +449,45 @@ mod tests {
             .unwrap()
             .expect("a view is stored");
         assert_eq!(stored.resolution.chain.len(), 2);
-        let mut f = std::fs::OpenOptions::new()
-            .append(true)
-            .open(&path)
-            .unwrap();
-        f.write_all(line(3, Some(2)).as_bytes()).unwrap();
-        store.catch_up(&path).unwrap();
+        append(&path, &line(3, Some(1)));
+        let done = store.catch_up(&path).unwrap();
+        assert_eq!(done.view, crate::sidecar::ViewUpdate::Dropped);
         assert!(
             store.materialised(&path).unwrap().is_none(),
             "the view of the older state was served"
         );
         let walked = store.resolve_indexed(&path, OPTIONS).unwrap().unwrap();
         assert!(!walked.materialised());
-        assert_eq!(walked.resolution.chain.len(), 3);
+        assert_eq!(walked.resolution.chain.len(), 2, "1 and its newer child 3");
         resume().unwrap();
         let again = store.materialised(&path).unwrap().expect("stored again");
         assert_eq!(again.resolution, walked.resolution);
+    }
+
+    /// An append that continues the chain extends the stored view at the catch-up: the next
+    /// resume reads it, and it is the full scan's answer (with how the conversation ends).
+    #[test]
+    fn an_appended_continuation_extends_the_view() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("p/t.jsonl");
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, line(1, None) + &line(2, Some(1))).unwrap();
+        let store = Store::new(dir.path().join("idx"));
+        let opts = crate::ResumeOptions::default();
+        store.conversation(&path, &opts).unwrap();
+        for n in 3..=6 {
+            append(&path, &line(n, Some(n - 1)));
+            let done = store.catch_up(&path).unwrap();
+            assert_eq!(done.view, crate::sidecar::ViewUpdate::Extended, "line {n}");
+            let ans = store.resolve_indexed(&path, OPTIONS).unwrap().unwrap();
+            assert!(ans.materialised(), "line {n}: walked");
+            let scan = Store::reference(&path, OPTIONS, String::new()).unwrap();
+            assert_eq!(ans.resolution, scan.resolution, "line {n}");
+            let walked = store
+                .conversation(&path, &crate::ResumeOptions { no_index: true, ..opts.clone() })
+                .unwrap();
+            assert_eq!(ans.interrupt, Some(walked.interrupt()), "line {n}");
+        }
     }
 
     #[test]

@@ -561,6 +561,40 @@ pub(crate) enum Tail {
 /// dropped). Entries that are not sent (system, unrendered attachments such as
 /// `prompt_snapshot` and most hook results) do not count.
 pub(crate) fn cleaned_tail(entries: &[Value]) -> Tail {
+    tail_of(entries).0
+}
+
+/// The [`cleaned_tail`] of a view that ends with `entries`, when they decide it whatever came
+/// before them, *provided* no tool id they name ([`tool_ids`]) occurs before them; `None` when
+/// they cannot: they hold no assistant reply (the local-command check looks back to the last
+/// one), or nothing in them counts (the answer is further back).
+///
+/// Why that suffices: every pass of the clean-up (pairing repair, the answered ids) relates
+/// entries only through the tool ids they share, and the trailing-calls rule looks back from
+/// the end, where the suffix is.
+pub(crate) fn suffix_tail(entries: &[Value]) -> Option<Tail> {
+    let (tail, assistant) = tail_of(entries);
+    (assistant && tail != Tail::None).then_some(tail)
+}
+
+/// The tool ids an entry names: its `tool_use` ids and the ids its `tool_result`s answer, as
+/// the clean-up sees them (an entry that is not sent names none).
+pub(crate) fn tool_ids(v: &Value) -> Vec<String> {
+    classify(v).map_or_else(Vec::new, |u| {
+        u.tool_uses()
+            .chain(u.blocks.iter().filter_map(result_id))
+            .map(str::to_owned)
+            .collect()
+    })
+}
+
+/// [`cleaned_tail`], and whether the entries hold an assistant reply.
+fn tail_of(entries: &[Value]) -> (Tail, bool) {
+    let (tail, units) = tail_units(entries);
+    (tail, units.iter().any(|u| u.role == Role::Assistant))
+}
+
+fn tail_units(entries: &[Value]) -> (Tail, Vec<Unit>) {
     let mut units = Vec::new();
     let mut kinds = Vec::new();
     let mut api_error_at = None;
@@ -587,11 +621,11 @@ pub(crate) fn cleaned_tail(entries: &[Value]) -> Tail {
         }
     }
     if api_error_at == Some(units.len()) {
-        return Tail::ApiError;
+        return (Tail::ApiError, units);
     }
     // A local-command group (opened by the caveat meta message) is not an interrupted turn.
     if caveat_group(&units) {
-        return Tail::LocalCommand;
+        return (Tail::LocalCommand, units);
     }
     // The clean-up only drops assistant units (and results of dropped calls, which only
     // exist with an unanswered call, never on a completed pair).
@@ -617,12 +651,14 @@ pub(crate) fn cleaned_tail(entries: &[Value]) -> Tail {
                 })
         })
         .collect();
-    keep.iter()
+    let tail = keep
+        .iter()
         .zip(&kinds)
         .zip(&units)
         .rev()
         .find(|((k, t), u)| {
             **k && **t != Tail::None && !(u.role == Role::User && u.blocks.is_empty())
         })
-        .map_or(Tail::None, |((_, t), _)| *t)
+        .map_or(Tail::None, |((_, t), _)| *t);
+    (tail, units)
 }

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use super::body::{Lines, ViewEntry, read_view};
 use super::fork::ForkContext;
-use super::interrupt::{Interrupt, detect};
+use super::interrupt::{Ending, Interrupt, detect};
 use super::message::Message;
 use crate::chain::{BadLine, ChainBreak, LeafRule, Link, Resolution, ResolveOptions, View};
 use crate::error::{Error, Result, check_id};
@@ -308,7 +308,7 @@ impl Store {
         let entries = read_view(&p.path, &p.chain, &p.answer.names)?;
         // The answer's whole chain (neither cut nor made strict) is the view.
         if !p.opts.strict && p.opts.at.is_none() {
-            let _ = self.store_view(&p.path, &p.answer, detect(&entries));
+            let _ = self.store_view(&p.path, &p.answer, &Ending::of(&entries));
         }
         Ok(Conversation {
             path: p.path,

@@ -9,7 +9,7 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use super::api::{Tail, cleaned_tail};
+use super::api::{Tail, cleaned_tail, suffix_tail, tool_ids};
 use super::body::ViewEntry;
 
 /// How a resumed conversation ended.
@@ -27,11 +27,249 @@ pub enum Interrupt {
 /// Classifies the end of a view.
 pub fn detect(view: &[ViewEntry]) -> Interrupt {
     let values: Vec<Value> = view.iter().filter_map(ViewEntry::value).collect();
-    match cleaned_tail(&values) {
+    of_tail(cleaned_tail(&values))
+}
+
+fn of_tail(tail: Tail) -> Interrupt {
+    match tail {
         Tail::None | Tail::Reply | Tail::ApiError | Tail::LocalCommand | Tail::Meta => {
             Interrupt::None
         }
         Tail::ToolResult | Tail::Attachment => Interrupt::InterruptedTurn,
         Tail::Prompt => Interrupt::InterruptedPrompt,
+    }
+}
+
+/// How a view ends and what a later extension of it needs to decide how the longer view ends
+/// from its last entries alone: the tool ids the view names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Ending {
+    /// [`detect`] of the view.
+    pub interrupt: Interrupt,
+    /// Every tool id the view names ([`tool_id_hash`]) with the first entry naming it,
+    /// sorted by hash.
+    pub ids: Vec<(u64, u32)>,
+}
+
+/// A tool id as [`Ending::ids`] holds it. Two ids with one hash only make a later check
+/// decline (see [`Ending::extended`]), never answer wrong.
+pub(crate) fn tool_id_hash(id: &str) -> u64 {
+    let h = blake3::hash(id.as_bytes());
+    u64::from_le_bytes(h.as_bytes()[..8].try_into().expect("8 bytes"))
+}
+
+/// Tool ids of `values` (entries from view position `from` on), in order, with the position
+/// of the entry naming them.
+fn named(values: &[(u32, Value)]) -> Vec<(u64, u32)> {
+    values
+        .iter()
+        .flat_map(|(at, v)| tool_ids(v).into_iter().map(move |id| (tool_id_hash(&id), *at)))
+        .collect()
+}
+
+impl Ending {
+    /// The ending of a whole view (its lines parsed once).
+    pub(crate) fn of(view: &[ViewEntry]) -> Ending {
+        let values: Vec<(u32, Value)> = (0..)
+            .zip(view)
+            .filter_map(|(at, e)| Some((at, e.value()?)))
+            .collect();
+        let ids = named(&values);
+        let values: Vec<Value> = values.into_iter().map(|(_, v)| v).collect();
+        let mut ending = Ending {
+            interrupt: of_tail(cleaned_tail(&values)),
+            ids: Vec::new(),
+        };
+        ending.add(ids);
+        ending
+    }
+
+    /// Adds named ids, keeping each one's first position.
+    fn add(&mut self, ids: Vec<(u64, u32)>) {
+        self.ids.extend(ids);
+        self.ids.sort_unstable();
+        self.ids.dedup_by_key(|&mut (h, _)| h);
+    }
+
+    /// The ending of this view extended: `tail` holds the entries of the longer view from
+    /// position `from` on (`from` at most this view's length: the last entries of this view
+    /// may be among them). `None` when they cannot decide it alone: a tool id they name occurs
+    /// before `from`, or [`suffix_tail`] cannot tell.
+    pub(crate) fn extended(&self, from: u32, tail: &[ViewEntry]) -> Option<Ending> {
+        let values: Vec<(u32, Value)> = (from..)
+            .zip(tail)
+            .filter_map(|(at, e)| Some((at, e.value()?)))
+            .collect();
+        let ids = named(&values);
+        let before = |h: u64| {
+            self.ids
+                .binary_search_by_key(&h, |&(k, _)| k)
+                .is_ok_and(|i| self.ids[i].1 < from)
+        };
+        if ids.iter().any(|&(h, _)| before(h)) {
+            return None;
+        }
+        let values: Vec<Value> = values.into_iter().map(|(_, v)| v).collect();
+        let mut ending = Ending {
+            interrupt: of_tail(suffix_tail(&values)?),
+            ids: self.ids.clone(),
+        };
+        ending.add(ids);
+        Some(ending)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::chain::{Link, ResolveOptions, Transcript, resolve};
+    use crate::resume::body::read_view;
+    use crate::transcript::envelope::Kind;
+    use crate::transcript::frame::LinePos;
+    use crate::transcript::id::Id;
+    use std::path::{Path, PathBuf};
+
+    fn entry(json: &str) -> ViewEntry {
+        ViewEntry {
+            link: Link {
+                uuid: Id([0; 16]),
+                pos: LinePos {
+                    line: 0,
+                    offset: 0,
+                    len: 0,
+                },
+                kind: Kind::User,
+                parent: None,
+                written_parent: None,
+                spliced: false,
+                zero_usage: false,
+            },
+            json: json.as_bytes().to_vec(),
+        }
+    }
+
+    fn prompt(text: &str) -> String {
+        format!(r#"{{"type":"user","message":{{"role":"user","content":"{text}"}}}}"#)
+    }
+
+    fn reply(content: &str) -> String {
+        format!(r#"{{"type":"assistant","message":{{"id":"m","role":"assistant","content":[{content}]}}}}"#)
+    }
+
+    fn result(id: &str) -> String {
+        format!(
+            r#"{{"type":"user","message":{{"role":"user","content":[{{"type":"tool_result","tool_use_id":"{id}","content":"ok"}}]}}}}"#
+        )
+    }
+
+    fn call(id: &str) -> String {
+        format!(r#"{{"type":"tool_use","id":"{id}","name":"Bash","input":{{}}}}"#)
+    }
+
+    /// A tool id of the new lines that an earlier line of the view names (a duplicate the
+    /// clean-up keeps once) makes the last lines unable to decide: the extension declines
+    /// instead of answering what the last lines alone say.
+    #[test]
+    fn a_tool_id_named_before_the_last_lines_declines() {
+        let text = r#"{"type":"text","text":"done"}"#;
+        let old: Vec<ViewEntry> = [prompt("go"), reply(&call("X")), result("X"), reply(text)]
+            .iter()
+            .map(|j| entry(j))
+            .collect();
+        let mut whole = old.clone();
+        whole.extend([reply(&call("X")), result("X")].iter().map(|j| entry(j)));
+        let alone = Ending::of(&whole[3..]);
+        let want = Ending::of(&whole);
+        assert_ne!(
+            alone.interrupt, want.interrupt,
+            "the case must tell the two apart"
+        );
+        assert_eq!(Ending::of(&old).extended(3, &whole[3..]), None);
+        // Without the repeated id the last lines decide, and agree with the whole view.
+        let mut fresh = old.clone();
+        fresh.extend([reply(&call("Y")), result("Y")].iter().map(|j| entry(j)));
+        assert_eq!(
+            Ending::of(&old).extended(3, &fresh[3..]),
+            Some(Ending::of(&fresh))
+        );
+    }
+
+    /// Whether the view ends in a local-command group is decided by looking back to the last
+    /// assistant reply: last lines without one cannot decide it.
+    #[test]
+    fn last_lines_without_a_reply_decline() {
+        let caveat = r#"{"type":"user","isMeta":true,"message":{"role":"user","content":"<local-command-caveat>Caveat</local-command-caveat>"}}"#;
+        let old: Vec<ViewEntry> = [
+            prompt("go"),
+            reply(r#"{"type":"text","text":"done"}"#),
+            caveat.to_owned(),
+        ]
+        .iter()
+        .map(|j| entry(j))
+        .collect();
+        let mut whole = old.clone();
+        whole.push(entry(&prompt("again")));
+        assert_eq!(Ending::of(&whole).interrupt, Interrupt::None);
+        assert_eq!(
+            Ending::of(&whole[3..]).interrupt,
+            Interrupt::InterruptedPrompt,
+            "the case must tell the two apart"
+        );
+        assert_eq!(Ending::of(&old).extended(3, &whole[3..]), None);
+        assert_eq!(
+            Ending::of(&old).extended(1, &whole[1..]),
+            Some(Ending::of(&whole))
+        );
+    }
+
+    fn jsonl_files(dir: &Path, out: &mut Vec<PathBuf>) {
+        for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                jsonl_files(&p, out);
+            } else if p.extension().is_some_and(|x| x == "jsonl") {
+                out.push(p);
+            }
+        }
+    }
+
+    /// On every fixture and real transcript, the ending of the resume view extended from any
+    /// prefix of it, reading back to any of the prefix's last assistant lines, is either
+    /// declined or the ending of the whole view.
+    #[test]
+    fn an_extended_ending_is_the_whole_views_or_none() {
+        let mut files = Vec::new();
+        jsonl_files(
+            &Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures"),
+            &mut files,
+        );
+        assert!(files.len() > 20, "fixtures missing");
+        let (mut decided, mut declined) = (0, 0);
+        for path in files {
+            let t = Transcript::open(&path).unwrap();
+            let Ok(res) = resolve(&t, ResolveOptions::default()) else {
+                continue;
+            };
+            let view = read_view(&path, &res.chain, &t.names).unwrap();
+            let whole = Ending::of(&view);
+            for cut in 1..view.len() {
+                let old = Ending::of(&view[..cut]);
+                let assistants = (0..cut)
+                    .rev()
+                    .filter(|&i| view[i].link.kind == Kind::Assistant)
+                    .take(2);
+                for from in assistants.chain([cut]) {
+                    match old.extended(u32::try_from(from).unwrap(), &view[from..]) {
+                        Some(e) => {
+                            decided += 1;
+                            assert_eq!(e, whole, "{} cut at {cut} from {from}", path.display());
+                        }
+                        None => declined += 1,
+                    }
+                }
+            }
+        }
+        eprintln!("decided {decided}, declined {declined}");
+        assert!(decided > declined, "decided {decided}, declined {declined}");
     }
 }

@@ -1,0 +1,105 @@
+//! Keeping the materialised resume view current after a plain append.
+//!
+//! # Context
+//! A view stored by a resume ([`super::view`]) answers only the state it was computed for;
+//! after an append the next resume had to walk the whole chain again and read every line of it
+//! (for how the conversation ends). Most appends continue the chain.
+//!
+//! # Design
+//! Right after a catch-up that appended rows without deriving the projections again (a
+//! re-derivation drops the view, see `ingest`), the view stored for the earlier state is
+//! extended: [`crate::chain::extend`] walks only from the new leaf to the old one, and how the
+//! longer conversation ends is decided from its last lines alone
+//! ([`Ending::extended`]: the new lines and the old ones back to the last assistant line, at
+//! most [`TAIL_LINES`] of them) with the tool ids the view names. The work and the bytes read
+//! follow the append, not the chain. Whatever cannot be proven that way drops the view, and
+//! the next resume walks and stores it as before.
+
+use std::path::Path;
+
+use super::guard;
+use super::ingest::{self, ViewUpdate};
+use super::open::{IndexDb, isolate};
+use super::query::IndexGraph;
+use super::schema::{FILES, FileState, VIEW};
+use super::view::{self, Older};
+use crate::chain::Resolution;
+use crate::chain::extend::extend;
+use crate::resume::body::read_view;
+use crate::resume::interrupt::Ending;
+use crate::transcript::envelope::Kind;
+
+/// Lines of the old view read back (to its last assistant line) to decide how the longer
+/// conversation ends; when its last assistant line is further back, only the new lines are.
+pub const TAIL_LINES: usize = 32;
+
+/// Extends the stored view of `transcript` (index key `key`) to `st`, its state just caught
+/// up, or drops it. Best effort: a failure leaves the walk to answer.
+pub(crate) fn extend_view(db: &IndexDb, transcript: &Path, key: &str, st: &FileState) -> ViewUpdate {
+    // redb panics on some damaged pages (see `guard`): a panic here is a view not extended.
+    let planned = isolate(|| plan(db, transcript, st)).unwrap_or(Err(()));
+    let write = |f: &dyn Fn(&redb::WriteTransaction) -> Result<bool, redb::Error>| {
+        isolate(|| -> Result<bool, redb::Error> {
+            let txn = db.begin_write()?;
+            {
+                let files = txn.open_table(FILES)?;
+                if ingest::file_state(&files, key).ok().flatten().as_ref() != Some(st) {
+                    return Ok(false);
+                }
+            }
+            let done = f(&txn)?;
+            txn.commit()?;
+            Ok(done)
+        })
+        .and_then(Result::ok)
+        .unwrap_or(false)
+    };
+    match planned {
+        Ok(None) => ViewUpdate::Untouched,
+        Ok(Some((older, res, ending))) => {
+            if write(&|txn| view::store_extended(txn, st, &older, &res, &ending)) {
+                ViewUpdate::Extended
+            } else {
+                ViewUpdate::Untouched
+            }
+        }
+        Err(()) => {
+            write(&|txn| view::clear(txn, st.file).map(|()| true));
+            ViewUpdate::Dropped
+        }
+    }
+}
+
+/// The extended view and its ending; `Ok(None)`: no view of an earlier state is stored;
+/// `Err(())`: one is, and it cannot be extended.
+fn plan(
+    db: &IndexDb,
+    transcript: &Path,
+    st: &FileState,
+) -> Result<Option<(Older, Resolution, Ending)>, ()> {
+    let txn = db.begin_read().map_err(drop)?;
+    let older = guard::read("view", || txn.open_table(VIEW))
+        .and_then(|t| view::load_older(&t, st))
+        .map_err(drop)?;
+    let Some(older) = older else {
+        return Ok(None);
+    };
+    let graph = IndexGraph::new(&txn, st.clone()).map_err(drop)?;
+    let appended = older.rows as usize..st.rows as usize;
+    let res = extend(&graph, &older.stored.resolution, appended)
+        .map_err(drop)?
+        .ok_or(())?;
+    let names = IndexGraph::names(&txn, st).map_err(drop)?;
+    let old = &older.stored.resolution.chain;
+    let from = old
+        .iter()
+        .enumerate()
+        .rev()
+        .take(TAIL_LINES)
+        .find(|(_, l)| l.kind == Kind::Assistant)
+        .map_or(old.len(), |(i, _)| i);
+    let tail = read_view(transcript, &res.chain[from..], &names).map_err(drop)?;
+    let from = u32::try_from(from).map_err(drop)?;
+    let ending = older.stored.ending.extended(from, &tail).ok_or(())?;
+    Ok(Some((older, res, ending)))
+}
