@@ -490,6 +490,61 @@ mod tests {
         }
     }
 
+    /// A tool result appended for a call of a response already on the view (a parallel call
+    /// answered late) is spliced after that response, not at the end: the catch-up cannot
+    /// extend the view with it, and drops it.
+    #[test]
+    fn a_late_parallel_result_is_not_appended_at_the_end() {
+        let id = |n: u64| format!("00000000-0000-4000-8000-{n:012x}");
+        let entry = |n: u64, parent: u64, ty: &str, message: &str| {
+            format!(
+                r#"{{"parentUuid":"{}","type":"{ty}","message":{message},"uuid":"{}","sessionId":"s","timestamp":"2026-01-01T00:00:{n:02}.000Z"}}"#,
+                id(parent),
+                id(n)
+            ) + "\n"
+        };
+        let call = |tool: &str| {
+            format!(
+                r#"{{"id":"m1","role":"assistant","content":[{{"type":"tool_use","id":"{tool}","name":"Bash","input":{{}}}}]}}"#
+            )
+        };
+        let result = |tool: &str| {
+            format!(
+                r#"{{"role":"user","content":[{{"type":"tool_result","tool_use_id":"{tool}","content":"ok"}}]}}"#
+            )
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("p/t.jsonl");
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        let first = line(1, None)
+            + &entry(2, 1, "assistant", &call("X"))
+            + &entry(3, 2, "assistant", &call("Y"))
+            + &entry(5, 3, "user", &result("Y"));
+        std::fs::write(&path, first).unwrap();
+        let store = Store::new(dir.path().join("idx"));
+        store
+            .conversation(&path, &crate::ResumeOptions::default())
+            .unwrap();
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap();
+        let reply = r#"{"id":"m2","role":"assistant","content":[{"type":"text","text":"done"}]}"#;
+        f.write_all((entry(4, 2, "user", &result("X")) + &entry(6, 5, "assistant", reply)).as_bytes())
+            .unwrap();
+        let done = store.catch_up(&path).unwrap();
+        assert_eq!(done.view, crate::sidecar::ViewUpdate::Dropped);
+        let scan = Store::reference(&path, OPTIONS, String::new()).unwrap();
+        let order: Vec<Id> = scan.resolution.chain.iter().map(|l| l.uuid).collect();
+        let want: Vec<Id> = [1, 2, 3, 4, 5, 6]
+            .iter()
+            .map(|n| Id::from_text(&id(*n)))
+            .collect();
+        assert_eq!(order, want, "the late result is spliced after its response");
+        let ans = store.resolve_indexed(&path, OPTIONS).unwrap().unwrap();
+        assert_eq!(ans.resolution, scan.resolution);
+    }
+
     #[test]
     fn a_link_survives_its_record() {
         let mut l = Link {
