@@ -8,6 +8,8 @@
 //! - `lib/*`: [`Store::pending`] from the warm index, every line of the view read and
 //!   projected (what `chainlog resume --format jsonl` does, without the process);
 //! - `no_index/*`: the same answer from a full scan of the transcript (`--no-index`);
+//! - `after_append/*`: `lib/*` with one message appended before each resume (the catch-up
+//!   extends the view, the resume reads it);
 //! - `cmd/*`: `chainlog resume --format jsonl FILE > /dev/null`, a process per call;
 //! - `node/*`: `node benches/node-loader.mjs FILE` (a Claude-Code-style whole-file loader), when
 //!   `node` is installed.
@@ -58,29 +60,42 @@ fn transcript(dir: &Path, bytes: u64, tail: u64) -> PathBuf {
             .open(&path)
             .unwrap(),
     );
-    let text = "x".repeat(900);
     for n in 0..tail {
-        let uuid = format!("00000000-0000-4000-8000-{n:012x}");
-        let (ty, content) = if n % 2 == 0 {
-            ("user", format!(r#""{text}""#))
-        } else {
-            (
-                "assistant",
-                format!(r#"[{{"type":"text","text":"{text}"}}]"#),
-            )
-        };
-        writeln!(
-            f,
-            r#"{{"parentUuid":"{parent}","isSidechain":false,"userType":"external","cwd":"/bench","sessionId":"bench","version":"2.1.88","type":"{ty}","message":{{"role":"{ty}","content":{content}}},"uuid":"{uuid}","timestamp":"2031-01-01T{:02}:{:02}:{:02}.000Z"}}"#,
-            n / 3600,
-            n / 60 % 60,
-            n % 60
-        )
-        .unwrap();
-        parent = uuid;
+        parent = write_turn(&mut f, &parent, n);
     }
     f.flush().unwrap();
     path
+}
+
+/// Writes message `n` (~1 KiB; even: a user prompt, odd: an assistant reply; `n` seconds
+/// after 2031-01-01, below 2.6 million) after `parent`; returns its uuid.
+fn write_turn(f: &mut impl Write, parent: &str, n: u64) -> String {
+    let text = "x".repeat(900);
+    let uuid = format!("00000000-0000-4000-8000-{n:012x}");
+    let (ty, content) = if n % 2 == 0 {
+        ("user", format!(r#""{text}""#))
+    } else {
+        (
+            "assistant",
+            format!(r#"[{{"type":"text","text":"{text}"}}]"#),
+        )
+    };
+    writeln!(
+        f,
+        r#"{{"parentUuid":"{parent}","isSidechain":false,"userType":"external","cwd":"/bench","sessionId":"bench","version":"2.1.88","type":"{ty}","message":{{"role":"{ty}","content":{content}}},"uuid":"{uuid}","timestamp":"2031-01-{:02}T{:02}:{:02}:{:02}.000Z"}}"#,
+        1 + n / 86_400,
+        n / 3600 % 24,
+        n / 60 % 60,
+        n % 60
+    )
+    .unwrap();
+    uuid
+}
+
+/// Appends message `n` after `parent` to `path`; returns its uuid.
+fn append_turn(path: &Path, parent: &str, n: u64) -> String {
+    let mut f = std::fs::OpenOptions::new().append(true).open(path).unwrap();
+    write_turn(&mut f, parent, n)
 }
 
 /// Reads the resume view of `path` line by line; returns the bytes handed over.
@@ -190,6 +205,26 @@ fn benches(c: &mut Criterion) {
             });
             g.bench_with_input(BenchmarkId::new("no_index", &label), &path, |b, path| {
                 b.iter(|| black_box(resume(&store, path, true)));
+            });
+            // One message appended before each resume: the catch-up extends the view.
+            let mut leaf = p.answer().resolution.leaf.map(|(id, _)| p.answer().names.name(id));
+            // Past the tails' numbers: new uuids, newer timestamps.
+            let mut n = 20_000;
+            let mut append_one = |path: &Path| {
+                leaf = Some(append_turn(path, leaf.as_deref().unwrap(), n));
+                n += 1;
+            };
+            append_one(&path);
+            let after = store.pending(&path, &ResumeOptions::default()).unwrap();
+            assert!(
+                after.answer().materialised(),
+                "the resume after an append was walked: the catch-up did not extend the view"
+            );
+            g.bench_with_input(BenchmarkId::new("after_append", &label), &path, |b, path| {
+                b.iter(|| {
+                    append_one(path);
+                    black_box(resume(&store, path, false))
+                });
             });
             g.bench_function(BenchmarkId::new("cmd", &label), |b| {
                 b.iter(|| run(&mut cmd));

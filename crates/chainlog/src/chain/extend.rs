@@ -33,19 +33,30 @@ use crate::transcript::id::Id;
 const EXTRA_STEPS: usize = 64;
 
 /// The resume view (leaf chosen, no leaves listed) of `g` after rows `appended` (map
-/// positions) were appended to the file whose resume view was `old`; `None` when the append
-/// is not a continuation that this can prove (see the module doc).
+/// positions) were appended to the file whose resume view was `old` (chosen with newest
+/// checkpoint `checkpoint`); `None` when the append is not a continuation that this can prove
+/// (see the module doc).
 pub(crate) fn extend<G: Graph>(
     g: &G,
     old: &Resolution,
+    checkpoint: Option<Id>,
     appended: Range<usize>,
 ) -> Result<Option<Resolution>, G::Error> {
-    let Some((old_leaf, _)) = old.leaf else {
+    let Some((old_leaf, old_rule)) = old.leaf else {
         return Ok(None);
     };
-    let Some((leaf_row, rule)) = leaf::choose(g)? else {
+    let Some(old_row) = g.get(old_leaf)? else {
         return Ok(None);
     };
+    // The leaf: proven from the appended rows, else chosen among every leaf.
+    let (leaf_row, rule, unbridged) =
+        match leaf::after_append(g, old_row, old_rule, checkpoint, appended.clone())? {
+            Some(c) => c,
+            None => match leaf::choose(g)? {
+                Some((row, rule)) => (row, rule, false),
+                None => return Ok(None),
+            },
+        };
     let on_chain: HashSet<Id> = old.chain.iter().map(|l| l.uuid).collect();
     let limit = appended.len() + EXTRA_STEPS;
     let mut steps = 0;
@@ -62,6 +73,9 @@ pub(crate) fn extend<G: Graph>(
     match end {
         Some((row, Probe::Known)) if g.head(row)?.uuid == old_leaf => {}
         _ => return Ok(None),
+    }
+    if unbridged && !seg.bridges.is_empty() {
+        return Ok(None);
     }
     if !splice_unchanged(g, &seg, appended)? {
         return Ok(None);

@@ -71,6 +71,12 @@ pub trait Graph {
         Ok(None)
     }
 
+    /// Whether row `i` is a leaf, proven: `false` may also mean "not known cheaply" (the
+    /// index declines on a fact it cannot find); only a `true` is relied on.
+    fn is_leaf(&self, i: usize) -> Result<bool, Self::Error> {
+        Ok(self.leaves()?.contains(&i))
+    }
+
     /// The uuids of the leaves, in map order.
     fn leaf_ids(&self) -> Result<Vec<Id>, Self::Error> {
         self.leaves()?

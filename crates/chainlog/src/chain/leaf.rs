@@ -68,6 +68,111 @@ pub fn choose<G: Graph>(g: &G) -> Result<Option<(usize, LeafRule)>, G::Error> {
     Ok(None)
 }
 
+/// The leaf [`choose`] picks after rows `appended` (map positions) were appended to a
+/// transcript whose chosen leaf was row `old` by `rule`, with newest checkpoint `checkpoint`,
+/// when the appended rows prove it without looking at every leaf: `None` when they do not
+/// (then ask [`choose`]). With the third value `true`, the answer holds only if the leaf
+/// descends from `old` through parents without a bridge (the caller's walk checks it).
+///
+/// The rows appended are the only new leaves; `old` was the newest of the leaves that could
+/// win. So the newest appended candidate `c` wins when it is newer than `old` (rules 2–3, and
+/// 1 below a checkpoint), or, when the checkpoint itself was the leaf (rule 1 with nothing
+/// below it), when `c` descends from it and the checkpoint is no leaf any more. The
+/// checkpoint must be the one `old` was chosen with, and a rule-2 choice must still have no
+/// usable checkpoint.
+pub(crate) fn after_append<G: Graph>(
+    g: &G,
+    old: usize,
+    rule: LeafRule,
+    checkpoint: Option<Id>,
+    appended: std::ops::Range<usize>,
+) -> Result<Option<(usize, LeafRule, bool)>, G::Error> {
+    let now = g.checkpoints().last().copied();
+    let usable = |id: Option<Id>| -> Result<bool, G::Error> {
+        Ok(match id {
+            Some(id) => g.get(id)?.is_some(),
+            None => false,
+        })
+    };
+    let sidechain_ok = match rule {
+        LeafRule::Newest => false,
+        LeafRule::NewestSidechain if g.all_sidechain() => true,
+        LeafRule::LastPrompt | LeafRule::NewerThanCheckpoint
+            if now == checkpoint && usable(now)? =>
+        {
+            false
+        }
+        _ => return Ok(None),
+    };
+    if matches!(rule, LeafRule::Newest | LeafRule::NewestSidechain) && usable(now)? {
+        return Ok(None);
+    }
+    // Candidates: the old leaf, the appended rows, and the first turn at or above an older
+    // parent of one (the only older rows whose leaf status an append can change).
+    let mut best = None;
+    for i in std::iter::once(old).chain(appended.clone()) {
+        let mut rows = vec![i];
+        if i != old
+            && let Some(p) = g.parent_of(i)?
+            && let Some(p) = g.get(p)?
+            && !appended.contains(&p)
+        {
+            match turn_at_or_above(g, p)? {
+                Some(t) => rows.push(t),
+                None => return Ok(None),
+            }
+        }
+        for r in rows {
+            let h = g.head(r)?;
+            if h.kind.is_turn()
+                && (sidechain_ok || !h.flags.has(Flags::SIDECHAIN))
+                && best.is_none_or(|b: (i64, usize)| (h.timestamp, r) > b)
+                && g.get(h.uuid)? == Some(r)
+                && g.is_leaf(r)?
+            {
+                best = Some((h.timestamp, r));
+            }
+        }
+    }
+    let Some((ts, c)) = best else {
+        return Ok(None);
+    };
+    let newest = (ts, c) >= (g.head(old)?.timestamp, old);
+    let m = match now {
+        Some(id) => g.get(id)?,
+        None => None,
+    };
+    Ok(match (rule, m) {
+        (LeafRule::Newest | LeafRule::NewestSidechain, _) => newest.then_some((c, rule, false)),
+        // The checkpoint is still a leaf: it stays the answer.
+        (LeafRule::LastPrompt, Some(m)) if g.is_leaf(m)? => Some((m, LeafRule::LastPrompt, false)),
+        (LeafRule::NewerThanCheckpoint | LeafRule::LastPrompt, Some(m))
+            if (newest || rule == LeafRule::LastPrompt) && !g.is_leaf(m)? =>
+        {
+            Some((c, LeafRule::NewerThanCheckpoint, true))
+        }
+        _ => None,
+    })
+}
+
+/// The first user/assistant row at or above row `i` through parents, within a few steps
+/// (`None`: none found there).
+fn turn_at_or_above<G: Graph>(g: &G, mut i: usize) -> Result<Option<usize>, G::Error> {
+    for _ in 0..64 {
+        if g.head(i)?.kind.is_turn() {
+            return Ok(Some(i));
+        }
+        i = match g.parent_of(i)? {
+            Some(p) => match g.get(p)? {
+                Some(r) => r,
+                None => return Ok(None),
+            },
+            None => return Ok(None),
+        };
+    }
+    Ok(None)
+}
+
 /// Resolves a requested leaf id.
 pub fn requested<G: Graph>(g: &G, id: Id) -> Result<Option<(usize, LeafRule)>, G::Error> {
     Ok(g.get(id)?.map(|i| (i, LeafRule::Requested)))
@@ -116,4 +221,105 @@ fn newest_below<G: Graph>(g: &G, m: usize) -> Result<Option<usize>, G::Error> {
         }
     }
     Ok(None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::chain::{Projection, Transcript, Tree};
+
+    fn id(n: u64) -> String {
+        format!("00000000-0000-4000-8000-{n:012x}")
+    }
+
+    /// Message `n` (odd: user, even: assistant) under `parent`, `ts` seconds in.
+    fn msg(n: u64, parent: Option<u64>, ts: u64) -> String {
+        let parent = parent.map_or("null".to_owned(), |p| format!("\"{}\"", id(p)));
+        let ty = if n % 2 == 1 { "user" } else { "assistant" };
+        format!(
+            r#"{{"parentUuid":{parent},"type":"{ty}","message":{{"role":"{ty}","content":"x"}},"uuid":"{}","sessionId":"s","timestamp":"2026-01-01T00:00:{ts:02}.000Z"}}"#,
+            id(n)
+        ) + "\n"
+    }
+
+    fn system(n: u64, parent: u64, ts: u64) -> String {
+        format!(
+            r#"{{"parentUuid":"{}","type":"system","subtype":"turn_duration","uuid":"{}","sessionId":"s","timestamp":"2026-01-01T00:00:{ts:02}.000Z"}}"#,
+            id(parent),
+            id(n)
+        ) + "\n"
+    }
+
+    fn checkpoint(n: u64) -> String {
+        format!(
+            r#"{{"type":"last-prompt","lastPrompt":"x","leafUuid":"{}","sessionId":"s"}}"#,
+            id(n)
+        ) + "\n"
+    }
+
+    /// `after_append` on `before` + `appended`, and `choose` on the whole, as uuids.
+    fn both(before: &str, appended: &str) -> (Option<(Id, LeafRule)>, Option<(Id, LeafRule)>) {
+        let old_t = Transcript::scan_bytes(before.as_bytes());
+        let old_g = Tree::build(&old_t, Projection::Resume);
+        let (old_row, rule) = choose(&old_g).unwrap().expect("a leaf before");
+        let old_leaf = old_g.head(old_row).unwrap().uuid;
+        let t = Transcript::scan_bytes((before.to_owned() + appended).as_bytes());
+        let g = Tree::build(&t, Projection::Resume);
+        let uuid = |r: usize| g.head(r).unwrap().uuid;
+        let want = choose(&g).unwrap().map(|(r, rule)| (uuid(r), rule));
+        let got = after_append(
+            &g,
+            Graph::get(&g, old_leaf).unwrap().unwrap(),
+            rule,
+            old_g.checkpoints().last().copied(),
+            old_t.rows.len()..t.rows.len(),
+        )
+        .unwrap()
+        .map(|(r, rule, _)| (uuid(r), rule));
+        (got, want)
+    }
+
+    fn leaf(n: u64, rule: LeafRule) -> Option<(Id, LeafRule)> {
+        Some((Id::from_text(&id(n)), rule))
+    }
+
+    #[test]
+    fn a_continuation_is_proven_from_the_appended_rows() {
+        let before = msg(1, None, 1) + &msg(2, Some(1), 2);
+        let (got, want) = both(&before, &(msg(3, Some(2), 3) + &msg(4, Some(3), 4)));
+        assert_eq!(want, leaf(4, LeafRule::Newest));
+        assert_eq!(got, want, "the fast path answers a continuation");
+        // Only a system entry appended: the old leaf stays.
+        let (got, want) = both(&before, &system(9, 2, 5));
+        assert_eq!(want, leaf(2, LeafRule::Newest));
+        assert_eq!(got, want);
+    }
+
+    /// The old leaf got a child older than another old leaf: the other leaf wins, and the
+    /// appended rows cannot tell.
+    #[test]
+    fn an_older_continuation_is_not_proven() {
+        let before = msg(1, None, 1) + &msg(2, Some(1), 5) + &msg(4, Some(1), 4);
+        let (got, want) = both(&before, &msg(3, Some(2), 2));
+        assert_eq!(want, leaf(4, LeafRule::Newest));
+        assert!(got.is_none_or(|g| Some(g) == want), "{got:?}");
+    }
+
+    /// The checkpoint leaf is still a leaf (only a system entry below it): it stays the
+    /// answer, although a newer branch was appended.
+    #[test]
+    fn a_checkpoint_that_is_still_a_leaf_stays() {
+        let before = msg(1, None, 1) + &msg(2, Some(1), 2) + &checkpoint(2);
+        let (got, want) = both(&before, &(system(9, 2, 3) + &msg(3, Some(1), 9)));
+        assert_eq!(want, leaf(2, LeafRule::LastPrompt));
+        assert_eq!(got, want);
+        // Continued below the checkpoint: the newest leaf below it.
+        let (got, want) = both(&before, &(msg(3, Some(2), 3) + &msg(4, Some(3), 4)));
+        assert_eq!(want, leaf(4, LeafRule::NewerThanCheckpoint));
+        assert_eq!(got, want);
+        // A new checkpoint: not proven here.
+        let (got, want) = both(&before, &(msg(3, Some(2), 3) + &checkpoint(3)));
+        assert_eq!(want, leaf(3, LeafRule::LastPrompt));
+        assert!(got.is_none(), "{got:?}");
+    }
 }

@@ -86,7 +86,12 @@ fn plan(
     };
     let graph = IndexGraph::new(&txn, st.clone()).map_err(drop)?;
     let appended = older.rows as usize..st.rows as usize;
-    let res = extend(&graph, &older.stored.resolution, appended)
+    let res = extend(
+        &graph,
+        &older.stored.resolution,
+        older.checkpoint,
+        appended,
+    )
         .map_err(drop)?
         .ok_or(())?;
     let names = IndexGraph::names(&txn, st).map_err(drop)?;

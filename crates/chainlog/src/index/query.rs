@@ -279,6 +279,11 @@ impl Graph for IndexGraph {
             .collect())
     }
 
+    fn is_leaf(&self, i: usize) -> Result<bool, IndexFault> {
+        let uuid = self.row(i)?.head.uuid;
+        Ok(self.dec.leaf_seq(uuid)? == u32::try_from(i).ok())
+    }
+
     fn all_sidechain(&self) -> bool {
         self.st().main_rows == 0
     }

@@ -451,6 +451,18 @@ where
         Ok((out, on_disk))
     }
 
+    /// The map position of `id` when it is a leaf. A leaf fact that damage moved is not found
+    /// (the caller then asks [`Decoder::leaves`]); one that damage changed fails its checksum.
+    pub fn leaf_seq(&self, id: Id) -> Fault<Option<u32>> {
+        self.get_derived(derived::LEAF, id)?
+            .map(|v| {
+                <[u8; 4]>::try_from(v.as_slice())
+                    .map(u32::from_le_bytes)
+                    .map_err(|_| IndexFault::damaged("derived", "leaf value of wrong length"))
+            })
+            .transpose()
+    }
+
     /// The leaves `(seq, uuid)`, in map order.
     pub fn leaves(&self) -> Fault<Vec<(u32, Id)>> {
         let f = self.f();

@@ -53,6 +53,8 @@ struct Stamp {
     lines: u64,
     rows: u32,
     tail_hash: [u8; 16],
+    /// The newest checkpoint (`last-prompt` leaf) the leaf was chosen with.
+    checkpoint: Option<Id>,
 }
 
 impl Stamp {
@@ -64,6 +66,7 @@ impl Stamp {
             lines: st.lines,
             rows: st.rows,
             tail_hash: st.tail_hash,
+            checkpoint: st.checkpoint,
         }
     }
 }
@@ -200,6 +203,8 @@ pub struct Stored {
 /// [`super::Store`] extends after a plain append.
 pub(crate) struct Older {
     stamp: Stamp,
+    /// The newest checkpoint then.
+    pub checkpoint: Option<Id>,
     /// The view as stored.
     pub stored: Stored,
     /// Rows the file had then: the rows from here on were appended since.
@@ -296,6 +301,7 @@ pub(crate) fn load_older(
     };
     Ok(load_if(t, st.file, older)?.map(|(stamp, stored)| Older {
         rows: stamp.rows,
+        checkpoint: stamp.checkpoint,
         stamp,
         stored,
     }))
