@@ -11,8 +11,9 @@
 //! changes no older row's parent, liveness or bridge (a bridge goes to an earlier row, and new
 //! rows come later in map order), so the walk below the old leaf is the old walk. The answer is
 //! the old chain followed by the new segment, what [`super::resolve_graph`] gives, when:
-//! - the walk from the new leaf reaches the old leaf without taking another row of the old
-//!   chain (else a branch changed the chain) within a bounded number of steps;
+//! - the walk from the new leaf reaches the old leaf within a bounded number of steps (a walk
+//!   that meets the old chain anywhere else goes on above the old leaf and never reaches it:
+//!   a branch changed the chain);
 //! - no appended row changes the splice of the old chain (§A5 step 10): no appended assistant
 //!   shares its `message.id` with an older row, and no appended user or attachment row that
 //!   the walk did not take hangs off an older row (it could be a recovered result).
@@ -33,12 +34,14 @@ use crate::transcript::id::Id;
 const EXTRA_STEPS: usize = 64;
 
 /// The resume view (leaf chosen, no leaves listed) of `g` after rows `appended` (map
-/// positions) were appended to the file whose resume view was `old` (chosen with newest
-/// checkpoint `checkpoint`); `None` when the append is not a continuation that this can prove
-/// (see the module doc).
+/// positions) were appended to the file whose resume view was `old`, of `old_len` links
+/// (`old.chain` is not read: it may hold only some of them), chosen with newest checkpoint
+/// `checkpoint`: the answer with only the links that follow the old ones in its `chain`;
+/// `None` when the append is not a continuation that this can prove (see the module doc).
 pub(crate) fn extend<G: Graph>(
     g: &G,
     old: &Resolution,
+    old_len: usize,
     checkpoint: Option<Id>,
     appended: Range<usize>,
 ) -> Result<Option<Resolution>, G::Error> {
@@ -57,12 +60,11 @@ pub(crate) fn extend<G: Graph>(
                 None => return Ok(None),
             },
         };
-    let on_chain: HashSet<Id> = old.chain.iter().map(|l| l.uuid).collect();
     let limit = appended.len() + EXTRA_STEPS;
     let mut steps = 0;
-    let (seg, end) = walk_until(g, leaf_row, false, |_, uuid| {
+    let (seg, end) = walk_until(g, leaf_row, false, |row, _| {
         steps += 1;
-        if on_chain.contains(&uuid) {
+        if row == old_row {
             Probe::Known
         } else if steps > limit {
             Probe::Abandon
@@ -70,9 +72,8 @@ pub(crate) fn extend<G: Graph>(
             Probe::Go
         }
     })?;
-    match end {
-        Some((row, Probe::Known)) if g.head(row)?.uuid == old_leaf => {}
-        _ => return Ok(None),
+    if !matches!(end, Some((_, Probe::Known))) {
+        return Ok(None);
     }
     if unbridged && !seg.bridges.is_empty() {
         return Ok(None);
@@ -81,12 +82,11 @@ pub(crate) fn extend<G: Graph>(
         return Ok(None);
     }
     let leaf_head = g.head(leaf_row)?.into_owned();
-    let mut chain = old.chain.clone();
-    chain.extend(links(g, &seg)?);
+    let chain = links(g, &seg)?;
     let mut bridges = chain_bridges(g, &seg.bridges)?;
     bridges.extend(old.bridges.iter().cloned());
     let chain_break = old.chain_break.as_ref().map(|b| ChainBreak {
-        reachable_fraction: reachable_fraction(g, chain.len()),
+        reachable_fraction: reachable_fraction(g, old_len + chain.len()),
         ..b.clone()
     });
     debug_assert!(

@@ -23,7 +23,7 @@ use super::open::{IndexDb, isolate};
 use super::query::IndexGraph;
 use super::schema::{FILES, FileState, VIEW};
 use super::view::{self, Older};
-use crate::chain::Resolution;
+use crate::chain::{Link, Resolution};
 use crate::chain::extend::extend;
 use crate::resume::body::read_view;
 use crate::resume::interrupt::Ending;
@@ -79,7 +79,7 @@ fn plan(
 ) -> Result<Option<(Older, Resolution, Ending)>, ()> {
     let txn = db.begin_read().map_err(drop)?;
     let older = guard::read("view", || txn.open_table(VIEW))
-        .and_then(|t| view::load_older(&t, st))
+        .and_then(|t| view::load_older(&t, st, TAIL_LINES))
         .map_err(drop)?;
     let Some(older) = older else {
         return Ok(None);
@@ -89,22 +89,27 @@ fn plan(
     let res = extend(
         &graph,
         &older.stored.resolution,
+        older.len,
         older.checkpoint,
         appended,
     )
         .map_err(drop)?
         .ok_or(())?;
     let names = IndexGraph::names(&txn, st).map_err(drop)?;
+    // The last lines: the old view's from its last assistant line (among those read), then the
+    // new links.
     let old = &older.stored.resolution.chain;
-    let from = old
+    let back = old
         .iter()
-        .enumerate()
-        .rev()
-        .take(TAIL_LINES)
-        .find(|(_, l)| l.kind == Kind::Assistant)
-        .map_or(old.len(), |(i, _)| i);
-    let tail = read_view(transcript, &res.chain[from..], &names).map_err(drop)?;
-    let from = u32::try_from(from).map_err(drop)?;
+        .rposition(|l| l.kind == Kind::Assistant)
+        .map_or(0, |i| old.len() - i);
+    let links: Vec<Link> = old[old.len() - back..]
+        .iter()
+        .chain(&res.chain)
+        .cloned()
+        .collect();
+    let tail = read_view(transcript, &links, &names).map_err(drop)?;
+    let from = u32::try_from(older.len - back).map_err(drop)?;
     let ending = older.stored.ending.extended(from, &tail).ok_or(())?;
     Ok(Some((older, res, ending)))
 }

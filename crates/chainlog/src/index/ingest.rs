@@ -673,7 +673,7 @@ fn ingest_from(
         len - st.indexed_len,
     );
     let mut hashing = HashingReader::new(reporting, st.indexed_len, &prefix);
-    let framer = Framer::resume_at(st.indexed_len, st.lines);
+    let framer = Framer::resume_at(st.indexed_len, st.lines).expecting(len - st.indexed_len);
     // Two stages on two threads: framing + parsing + fingerprinting, and storing. Parsed
     // lines travel in chunks through a bounded channel, so memory stays bounded.
     let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<Parsed>>(PIPELINE_DEPTH);

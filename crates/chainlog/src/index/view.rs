@@ -160,10 +160,11 @@ fn decode_link(b: &[u8]) -> Option<Link> {
     })
 }
 
-fn head_of(st: &FileState, res: &Resolution, ending: &Ending) -> Head {
+/// The head of `res` for `st`, with `len` links in all.
+fn head_of(st: &FileState, res: &Resolution, len: usize, ending: &Ending) -> Head {
     Head {
         stamp: Stamp::of(st),
-        len: u32::try_from(res.chain.len()).unwrap_or(u32::MAX),
+        len: u32::try_from(len).unwrap_or(u32::MAX),
         leaf: res.leaf.map(|(id, rule)| (id, rule_code(rule))),
         stop: res.stop.map(|s| match s {
             Stop::Root => (0, Id([0; 16]), Id([0; 16])),
@@ -200,13 +201,15 @@ pub struct Stored {
 }
 
 /// A view stored for an earlier state of the same file (appended to since): what
-/// [`super::Store`] extends after a plain append.
+/// [`super::Store`] extends after a plain append. Only its last links are read.
 pub(crate) struct Older {
     stamp: Stamp,
     /// The newest checkpoint then.
     pub checkpoint: Option<Id>,
-    /// The view as stored.
+    /// The view as stored, its `chain` holding only the last links (at most the number asked).
     pub stored: Stored,
+    /// Links of the view in all.
+    pub len: usize,
     /// Rows the file had then: the rows from here on were appended since.
     pub rows: u32,
 }
@@ -222,25 +225,27 @@ pub fn store(
     let f = st.file;
     let mut t = txn.open_table(VIEW)?;
     t.retain_in((f, 0)..=(f, u32::MAX), |_, _| false)?;
-    put(&mut t, st, res, ending, 0)
+    put(&mut t, st, res, 0, ending)
 }
 
-/// Writes the head of `res` and its links after the first `kept` (already stored).
+/// Writes the head of `res` and its links, numbered after `kept` links already stored.
 fn put(
     t: &mut redb::Table<'_, (u32, u32), &'static [u8]>,
     st: &FileState,
     res: &Resolution,
-    ending: &Ending,
     kept: usize,
+    ending: &Ending,
 ) -> Result<(), redb::Error> {
     let f = st.file;
-    let head = head_of(st, res, ending);
-    if head.len as usize != res.chain.len() || head.len == u32::MAX {
+    let len = kept + res.chain.len();
+    let head = head_of(st, res, len, ending);
+    if head.len as usize != len || head.len == u32::MAX {
         t.retain_in((f, 0)..=(f, u32::MAX), |_, _| false)?;
         return Ok(());
     }
     t.insert((f, 0), encode(&key_of(f, 0), &head).as_slice())?;
-    for (n, link) in (1..).zip(&res.chain).skip(kept) {
+    let first = u32::try_from(kept + 1).unwrap_or(u32::MAX);
+    for (n, link) in (first..).zip(&res.chain) {
         t.insert(
             (f, n),
             tag(&key_of(f, u64::from(n)), encode_link(link)).as_slice(),
@@ -249,9 +254,10 @@ fn put(
     Ok(())
 }
 
-/// Stores `res`, the view of `older` extended (its chain begins with `older`'s), for `st`;
-/// only the new links are written. Returns `false`, writing nothing, when the stored view is no
-/// longer `older` (another process stored one meanwhile).
+/// Stores the view of `older` extended for `st`: `res` is the answer with only the links that
+/// follow `older`'s in its chain (what [`crate::chain::extend`] gives); only they are written.
+/// Returns `false`, writing nothing, when the stored view is no longer `older` (another process
+/// stored one meanwhile).
 pub(crate) fn store_extended(
     txn: &WriteTransaction,
     st: &FileState,
@@ -264,11 +270,10 @@ pub(crate) fn store_extended(
     let current = t
         .get((f, 0))?
         .and_then(|v| decode::<Head>(&key_of(f, 0), v.value()));
-    let kept = older.stored.resolution.chain.len();
-    if current.is_none_or(|h| h.stamp != older.stamp || h.len as usize != kept) {
+    if current.is_none_or(|h| h.stamp != older.stamp || h.len as usize != older.len) {
         return Ok(false);
     }
-    put(&mut t, st, res, ending, kept)?;
+    put(&mut t, st, res, older.len, ending)?;
     Ok(true)
 }
 
@@ -287,32 +292,38 @@ pub fn load(
     st: &FileState,
 ) -> Result<Option<Stored>, IndexFault> {
     let now = Stamp::of(st);
-    Ok(load_if(t, st.file, |s| *s == now)?.map(|(_, stored)| stored))
+    Ok(load_if(t, st.file, |s| *s == now, None)?.map(|(_, stored, _)| stored))
 }
 
-/// The view stored for an earlier state of the file `st` describes, if one is: same file
-/// (device and inode), fewer bytes indexed.
+/// The view stored for an earlier state of the file `st` describes, if one is (same file:
+/// device and inode; fewer bytes indexed), with only its last `last` links read.
 pub(crate) fn load_older(
     t: &impl ReadableTable<(u32, u32), &'static [u8]>,
     st: &FileState,
+    last: usize,
 ) -> Result<Option<Older>, IndexFault> {
     let older = |s: &Stamp| {
         (s.dev, s.ino) == (st.dev, st.ino) && s.indexed_len < st.indexed_len && s.rows <= st.rows
     };
-    Ok(load_if(t, st.file, older)?.map(|(stamp, stored)| Older {
-        rows: stamp.rows,
-        checkpoint: stamp.checkpoint,
-        stamp,
-        stored,
-    }))
+    Ok(
+        load_if(t, st.file, older, Some(last))?.map(|(stamp, stored, len)| Older {
+            rows: stamp.rows,
+            checkpoint: stamp.checkpoint,
+            stamp,
+            stored,
+            len,
+        }),
+    )
 }
 
-/// The stored view of file `f` when its stamp passes `accept`.
+/// The stored view of file `f` when its stamp passes `accept`, with its link count; with
+/// `last`, only that many of its last links are read.
 fn load_if(
     t: &impl ReadableTable<(u32, u32), &'static [u8]>,
     f: u32,
     accept: impl Fn(&Stamp) -> bool,
-) -> Result<Option<(Stamp, Stored)>, IndexFault> {
+    last: Option<usize>,
+) -> Result<Option<(Stamp, Stored, usize)>, IndexFault> {
     let damaged = |what: String| IndexFault::damaged("view", what);
     let head = read("view", || {
         t.get((f, 0))
@@ -327,15 +338,18 @@ fn load_if(
     if !accept(&head.stamp) {
         return Ok(None);
     }
+    let first = last.map_or(1, |k| {
+        head.len.saturating_sub(u32::try_from(k).unwrap_or(u32::MAX)) + 1
+    });
     // One range scan with its iteration and values under the guard (redb code only).
     let records = read("view", || {
-        t.range((f, 1)..=(f, u32::MAX))?
+        t.range((f, first)..=(f, u32::MAX))?
             .map(|item| item.map(|(k, v)| (k.value().1, v.value().to_vec())))
             .collect::<Result<Vec<_>, redb::StorageError>>()
     })?;
     let mut chain = Vec::with_capacity(records.len());
     for (n, v) in records {
-        if n as usize != chain.len() + 1 {
+        if n as usize != first as usize + chain.len() {
             return Err(damaged(format!("record {n} out of order")));
         }
         let link = untag(&key_of(f, u64::from(n)), &v)
@@ -343,9 +357,9 @@ fn load_if(
             .ok_or_else(|| damaged(format!("record {n} fails its checksum")))?;
         chain.push(link);
     }
-    if chain.len() != head.len as usize {
+    if first as usize + chain.len() != head.len as usize + 1 {
         return Err(damaged(format!(
-            "{} records stored, {} expected",
+            "{} records from {first} stored, {} expected",
             chain.len(),
             head.len
         )));
@@ -406,6 +420,7 @@ fn load_if(
                 ids: head.ids,
             },
         },
+        head.len as usize,
     )))
 }
 

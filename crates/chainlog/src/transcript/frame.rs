@@ -67,6 +67,8 @@ pub const MAX_LINE: usize = 128 << 20;
 pub struct Framer {
     start_offset: u64,
     start_line: u64,
+    /// Bytes the reader is expected to give (the first buffer is no larger).
+    expected: Option<u64>,
 }
 
 impl Framer {
@@ -80,7 +82,16 @@ impl Framer {
         Self {
             start_offset: offset,
             start_line: lines_before,
+            expected: None,
         }
+    }
+
+    /// Expects the reader to give about `bytes`: [`Framer::frame_reader`] starts with a buffer
+    /// that size (a catch-up of one line zeroes no 4 MiB buffer), growing it as usual.
+    #[must_use]
+    pub fn expecting(mut self, bytes: u64) -> Self {
+        self.expected = Some(bytes);
+        self
     }
 
     /// Frames everything in `bytes`.
@@ -112,7 +123,11 @@ impl Framer {
             lines: 0,
             torn_tail: None,
         };
-        let mut buf: Vec<u8> = vec![0; CHUNK];
+        let first = self
+            .expected
+            .map_or(CHUNK, |b| usize::try_from(b.saturating_add(1)).unwrap_or(CHUNK))
+            .clamp(4096, CHUNK);
+        let mut buf: Vec<u8> = vec![0; first];
         // `buf[..filled]` holds unconsumed bytes; `base` is their offset relative to the start.
         let mut filled = 0usize;
         let mut base = 0usize;
