@@ -8,8 +8,9 @@
 //! - `lib/*`: [`Store::pending`] from the warm index, every line of the view read and
 //!   projected (what `chainlog resume --format jsonl` does, without the process);
 //! - `no_index/*`: the same answer from a full scan of the transcript (`--no-index`);
-//! - `after_append/*`: `lib/*` with one message appended before each resume (the catch-up
-//!   extends the view, the resume reads it);
+//! - `after_append/*` (printed): `lib/*` right after a one-message append (the catch-up extends
+//!   the view, the resume reads it) against `lib/*` with the file unchanged, in interleaved
+//!   pairs on the same growing view, and their ratio;
 //! - `cmd/*`: `chainlog resume --format jsonl FILE > /dev/null`, a process per call;
 //! - `node/*`: `node benches/node-loader.mjs FILE` (a Claude-Code-style whole-file loader), when
 //!   `node` is installed.
@@ -22,12 +23,24 @@ use std::hint::black_box;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 use chainlog::{ResumeOptions, Store};
 use chainlog_gen::{GenOptions, generate_to};
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 
 const MIB: u64 = 1 << 20;
+
+/// Past the racy window of a fine modification time: a stat then proves the file unchanged.
+const RACY: Duration = Duration::from_millis(110);
+
+/// Interleaved pairs of the after-append measurement.
+const PAIRS: usize = 31;
+
+fn median(v: &mut [Duration]) -> Duration {
+    v.sort_unstable();
+    v[v.len() / 2]
+}
 
 fn sizes() -> Vec<u64> {
     let mut s = vec![10 * MIB];
@@ -72,7 +85,7 @@ fn transcript(dir: &Path, bytes: u64, tail: u64) -> PathBuf {
 fn write_turn(f: &mut impl Write, parent: &str, n: u64) -> String {
     let text = "x".repeat(900);
     let uuid = format!("00000000-0000-4000-8000-{n:012x}");
-    let (ty, content) = if n % 2 == 0 {
+    let (ty, content) = if n.is_multiple_of(2) {
         ("user", format!(r#""{text}""#))
     } else {
         (
@@ -206,13 +219,16 @@ fn benches(c: &mut Criterion) {
             g.bench_with_input(BenchmarkId::new("no_index", &label), &path, |b, path| {
                 b.iter(|| black_box(resume(&store, path, true)));
             });
-            // One message appended before each resume: the catch-up extends the view.
-            let mut leaf = p.answer().resolution.leaf.map(|(id, _)| p.answer().names.name(id));
+            let mut leaf = p
+                .answer()
+                .resolution
+                .leaf
+                .map(|(id, _)| p.answer().names.name(id));
             // Past the tails' numbers: new uuids, newer timestamps.
-            let mut n = 20_000;
+            let mut next = 20_000;
             let mut append_one = |path: &Path| {
-                leaf = Some(append_turn(path, leaf.as_deref().unwrap(), n));
-                n += 1;
+                leaf = Some(append_turn(path, leaf.as_deref().unwrap(), next));
+                next += 1;
             };
             append_one(&path);
             let after = store.pending(&path, &ResumeOptions::default()).unwrap();
@@ -220,12 +236,26 @@ fn benches(c: &mut Criterion) {
                 after.answer().materialised(),
                 "the resume after an append was walked: the catch-up did not extend the view"
             );
-            g.bench_with_input(BenchmarkId::new("after_append", &label), &path, |b, path| {
-                b.iter(|| {
-                    append_one(path);
-                    black_box(resume(&store, path, false))
-                });
-            });
+            // Interleaved pairs on the same growing view: a resume right after a one-message
+            // append (the catch-up extends the view, the resume reads it), and one when the
+            // file is unchanged since its catch-up (the racy window past, checked once).
+            let (mut after, mut unchanged) = (Vec::new(), Vec::new());
+            for _ in 0..PAIRS {
+                append_one(&path);
+                let began = Instant::now();
+                black_box(resume(&store, &path, false));
+                after.push(began.elapsed());
+                std::thread::sleep(RACY);
+                resume(&store, &path, false);
+                let began = Instant::now();
+                black_box(resume(&store, &path, false));
+                unchanged.push(began.elapsed());
+            }
+            let (after, unchanged) = (median(&mut after), median(&mut unchanged));
+            eprintln!(
+                "resume_view/after_append/{label}: {after:.2?} right after a one-message append vs {unchanged:.2?} unchanged (medians of {PAIRS} interleaved pairs): {:.2}x",
+                after.as_secs_f64() / unchanged.as_secs_f64()
+            );
             g.bench_function(BenchmarkId::new("cmd", &label), |b| {
                 b.iter(|| run(&mut cmd));
             });

@@ -116,11 +116,11 @@ pub mod format {
 /// reference loader, faults.
 pub mod sidecar {
     pub use crate::catalog::cache::FactsCache;
+    pub use crate::index::ingest::ViewUpdate;
     pub use crate::index::progress::{ProgressFn, REPORT_ABOVE, set_progress};
     pub use crate::index::schema::INDEX_SCHEMA_VERSION;
     pub use crate::index::sidechains::SidechainRows;
     pub use crate::index::state::IndexFault;
-    pub use crate::index::ingest::ViewUpdate;
     pub use crate::index::verify::{Difference, verify};
 }
 

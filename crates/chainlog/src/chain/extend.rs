@@ -107,11 +107,7 @@ pub(crate) fn extend<G: Graph>(
 
 /// Whether the appended rows leave the splice of the old chain as it was, and the new
 /// segment's splice its own (every response it holds began after the append).
-fn splice_unchanged<G: Graph>(
-    g: &G,
-    seg: &Walk,
-    appended: Range<usize>,
-) -> Result<bool, G::Error> {
+fn splice_unchanged<G: Graph>(g: &G, seg: &Walk, appended: Range<usize>) -> Result<bool, G::Error> {
     let walked: HashSet<usize> = seg.rows.iter().copied().collect();
     let mut groups: HashMap<u64, bool> = HashMap::new();
     for i in appended.clone() {
@@ -120,13 +116,12 @@ fn splice_unchanged<G: Graph>(
             continue;
         }
         if let (Kind::Assistant, Some(mid)) = (h.kind, h.message_id) {
-            let new = match groups.get(&mid) {
-                Some(&new) => new,
-                None => {
-                    let new = g.group(mid)?.iter().all(|m| appended.contains(m));
-                    groups.insert(mid, new);
-                    new
-                }
+            let new = if let Some(&new) = groups.get(&mid) {
+                new
+            } else {
+                let new = g.group(mid)?.iter().all(|m| appended.contains(m));
+                groups.insert(mid, new);
+                new
             };
             if !new {
                 return Ok(false);

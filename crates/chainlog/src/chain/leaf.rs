@@ -257,8 +257,10 @@ mod tests {
         ) + "\n"
     }
 
+    type Chosen = Option<(Id, LeafRule)>;
+
     /// `after_append` on `before` + `appended`, and `choose` on the whole, as uuids.
-    fn both(before: &str, appended: &str) -> (Option<(Id, LeafRule)>, Option<(Id, LeafRule)>) {
+    fn both(before: &str, appended: &str) -> (Chosen, Chosen) {
         let old_t = Transcript::scan_bytes(before.as_bytes());
         let old_g = Tree::build(&old_t, Projection::Resume);
         let (old_row, rule) = choose(&old_g).unwrap().expect("a leaf before");
@@ -279,19 +281,19 @@ mod tests {
         (got, want)
     }
 
-    fn leaf(n: u64, rule: LeafRule) -> Option<(Id, LeafRule)> {
-        Some((Id::from_text(&id(n)), rule))
+    fn leaf(n: u64, rule: LeafRule) -> (Id, LeafRule) {
+        (Id::from_text(&id(n)), rule)
     }
 
     #[test]
     fn a_continuation_is_proven_from_the_appended_rows() {
         let before = msg(1, None, 1) + &msg(2, Some(1), 2);
         let (got, want) = both(&before, &(msg(3, Some(2), 3) + &msg(4, Some(3), 4)));
-        assert_eq!(want, leaf(4, LeafRule::Newest));
+        assert_eq!(want, Some(leaf(4, LeafRule::Newest)));
         assert_eq!(got, want, "the fast path answers a continuation");
         // Only a system entry appended: the old leaf stays.
         let (got, want) = both(&before, &system(9, 2, 5));
-        assert_eq!(want, leaf(2, LeafRule::Newest));
+        assert_eq!(want, Some(leaf(2, LeafRule::Newest)));
         assert_eq!(got, want);
     }
 
@@ -301,7 +303,7 @@ mod tests {
     fn an_older_continuation_is_not_proven() {
         let before = msg(1, None, 1) + &msg(2, Some(1), 5) + &msg(4, Some(1), 4);
         let (got, want) = both(&before, &msg(3, Some(2), 2));
-        assert_eq!(want, leaf(4, LeafRule::Newest));
+        assert_eq!(want, Some(leaf(4, LeafRule::Newest)));
         assert!(got.is_none_or(|g| Some(g) == want), "{got:?}");
     }
 
@@ -311,15 +313,15 @@ mod tests {
     fn a_checkpoint_that_is_still_a_leaf_stays() {
         let before = msg(1, None, 1) + &msg(2, Some(1), 2) + &checkpoint(2);
         let (got, want) = both(&before, &(system(9, 2, 3) + &msg(3, Some(1), 9)));
-        assert_eq!(want, leaf(2, LeafRule::LastPrompt));
+        assert_eq!(want, Some(leaf(2, LeafRule::LastPrompt)));
         assert_eq!(got, want);
         // Continued below the checkpoint: the newest leaf below it.
         let (got, want) = both(&before, &(msg(3, Some(2), 3) + &msg(4, Some(3), 4)));
-        assert_eq!(want, leaf(4, LeafRule::NewerThanCheckpoint));
+        assert_eq!(want, Some(leaf(4, LeafRule::NewerThanCheckpoint)));
         assert_eq!(got, want);
         // A new checkpoint: not proven here.
         let (got, want) = both(&before, &(msg(3, Some(2), 3) + &checkpoint(3)));
-        assert_eq!(want, leaf(3, LeafRule::LastPrompt));
+        assert_eq!(want, Some(leaf(3, LeafRule::LastPrompt)));
         assert!(got.is_none(), "{got:?}");
     }
 }

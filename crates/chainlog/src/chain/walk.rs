@@ -85,6 +85,9 @@ pub(crate) enum Probe {
     Abandon,
 }
 
+/// Where a probe stopped a walk: the row, and what the probe said there.
+pub(crate) type Stopped = Option<(usize, Probe)>;
+
 /// [`walk`], asking `probe(row, uuid)` before taking each row. When the probe stops it, the
 /// rows taken so far (root first, the stopping row not among them) come back with
 /// `Some((row, probe))`, and `stop` is meaningless.
@@ -93,7 +96,7 @@ pub(crate) fn walk_until<G: Graph>(
     leaf: usize,
     cross_boundaries: bool,
     mut probe: impl FnMut(usize, Id) -> Probe,
-) -> Result<(Walk, Option<(usize, Probe)>), G::Error> {
+) -> Result<(Walk, Stopped), G::Error> {
     let mut rows = Vec::new();
     let mut bridges = Vec::new();
     let mut seen = HashSet::new();

@@ -23,8 +23,8 @@ use super::open::{IndexDb, isolate};
 use super::query::IndexGraph;
 use super::schema::{FILES, FileState, VIEW};
 use super::view::{self, Older};
-use crate::chain::{Link, Resolution};
 use crate::chain::extend::extend;
+use crate::chain::{Link, Resolution};
 use crate::resume::body::read_view;
 use crate::resume::interrupt::Ending;
 use crate::transcript::envelope::Kind;
@@ -35,7 +35,12 @@ pub const TAIL_LINES: usize = 32;
 
 /// Extends the stored view of `transcript` (index key `key`) to `st`, its state just caught
 /// up, or drops it. Best effort: a failure leaves the walk to answer.
-pub(crate) fn extend_view(db: &IndexDb, transcript: &Path, key: &str, st: &FileState) -> ViewUpdate {
+pub(crate) fn extend_view(
+    db: &IndexDb,
+    transcript: &Path,
+    key: &str,
+    st: &FileState,
+) -> ViewUpdate {
     // redb panics on some damaged pages (see `guard`): a panic here is a view not extended.
     let planned = isolate(|| plan(db, transcript, st)).unwrap_or(Err(()));
     let write = |f: &dyn Fn(&redb::WriteTransaction) -> Result<bool, redb::Error>| {
@@ -93,8 +98,8 @@ fn plan(
         older.checkpoint,
         appended,
     )
-        .map_err(drop)?
-        .ok_or(())?;
+    .map_err(drop)?
+    .ok_or(())?;
     let names = IndexGraph::names(&txn, st).map_err(drop)?;
     // The last lines: the old view's from its last assistant line (among those read), then the
     // new links.

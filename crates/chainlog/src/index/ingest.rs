@@ -75,7 +75,16 @@ pub struct Stat {
 /// A file modified less than this before it was last read may have changed again within the
 /// same timestamp tick (file timestamps come from a coarse clock, a few ms behind the wall
 /// clock, and some filesystems keep whole seconds): such a stat is "racy" and proves nothing.
+/// This is the window for a modification time in whole seconds ([`RACY_WINDOW_FINE_NS`] for a
+/// finer one).
 pub const RACY_WINDOW_NS: i128 = 2_000_000_000;
+
+/// The racy window for a modification time with a sub-second part: the filesystem keeps fine
+/// timestamps (ext4, XFS, Btrfs, tmpfs: nanoseconds; exFAT: 10 ms), and a write after a read
+/// gets a time at most the coarse clock's lag (one kernel tick, 1–10 ms) plus the timestamp's
+/// granularity before the read. A wide margin over both. A whole-second time (a coarse
+/// filesystem, or a fine one at an exact second, one time in a billion) keeps the 2 s window.
+pub const RACY_WINDOW_FINE_NS: i128 = 100_000_000;
 
 /// The wall clock now, in ns since the epoch (the reference for [`RACY_WINDOW_NS`]).
 pub fn now_ns() -> i128 {
@@ -88,7 +97,12 @@ pub fn now_ns() -> i128 {
 /// modification time is clearly before the read (git's racy-index rule). A write after the
 /// read sets the modification time to at least the read's time, minus the coarse clock's lag.
 pub fn settled(stat_mtime_ns: i128, checked_at_ns: i128) -> bool {
-    stat_mtime_ns + RACY_WINDOW_NS < checked_at_ns
+    let window = if stat_mtime_ns.rem_euclid(1_000_000_000) == 0 {
+        RACY_WINDOW_NS
+    } else {
+        RACY_WINDOW_FINE_NS
+    };
+    stat_mtime_ns + window < checked_at_ns
 }
 
 impl Stat {
@@ -758,5 +772,23 @@ pub enum IngestError {
 impl<E: Into<redb::Error>> From<E> for IngestError {
     fn from(e: E) -> Self {
         IngestError::Db(e.into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::settled;
+
+    /// A whole-second modification time (a filesystem keeping seconds) needs 2 s before the
+    /// read to be trusted; a finer one 100 ms.
+    #[test]
+    fn the_racy_window_follows_the_timestamps_granularity() {
+        let second = 1_700_000_000_000_000_000_i128;
+        let ms = 1_000_000;
+        assert!(!settled(second, second + 1_500 * ms));
+        assert!(settled(second, second + 2_001 * ms));
+        let fine = second + 123_456_789;
+        assert!(!settled(fine, fine + 50 * ms));
+        assert!(settled(fine, fine + 101 * ms));
     }
 }

@@ -326,8 +326,7 @@ fn load_if(
 ) -> Result<Option<(Stamp, Stored, usize)>, IndexFault> {
     let damaged = |what: String| IndexFault::damaged("view", what);
     let head = read("view", || {
-        t.get((f, 0))
-            .map(|v| v.map(|v| v.value().to_vec()))
+        t.get((f, 0)).map(|v| v.map(|v| v.value().to_vec()))
     })?;
     let Some(head) = head else {
         return Ok(None);
@@ -339,7 +338,9 @@ fn load_if(
         return Ok(None);
     }
     let first = last.map_or(1, |k| {
-        head.len.saturating_sub(u32::try_from(k).unwrap_or(u32::MAX)) + 1
+        head.len
+            .saturating_sub(u32::try_from(k).unwrap_or(u32::MAX))
+            + 1
     });
     // One range scan with its iteration and values under the guard (redb code only).
     let records = read("view", || {
@@ -441,10 +442,7 @@ mod tests {
     }
 
     fn append(path: &std::path::Path, text: &str) {
-        let mut f = std::fs::OpenOptions::new()
-            .append(true)
-            .open(path)
-            .unwrap();
+        let mut f = std::fs::OpenOptions::new().append(true).open(path).unwrap();
         f.write_all(text.as_bytes()).unwrap();
     }
 
@@ -505,7 +503,13 @@ mod tests {
             let scan = Store::reference(&path, OPTIONS, String::new()).unwrap();
             assert_eq!(ans.resolution, scan.resolution, "line {n}");
             let walked = store
-                .conversation(&path, &crate::ResumeOptions { no_index: true, ..opts.clone() })
+                .conversation(
+                    &path,
+                    &crate::ResumeOptions {
+                        no_index: true,
+                        ..opts.clone()
+                    },
+                )
                 .unwrap();
             assert_eq!(ans.interrupt, Some(walked.interrupt()), "line {n}");
         }
@@ -551,8 +555,10 @@ mod tests {
             .open(&path)
             .unwrap();
         let reply = r#"{"id":"m2","role":"assistant","content":[{"type":"text","text":"done"}]}"#;
-        f.write_all((entry(4, 2, "user", &result("X")) + &entry(6, 5, "assistant", reply)).as_bytes())
-            .unwrap();
+        f.write_all(
+            (entry(4, 2, "user", &result("X")) + &entry(6, 5, "assistant", reply)).as_bytes(),
+        )
+        .unwrap();
         let done = store.catch_up(&path).unwrap();
         assert_eq!(done.view, crate::sidecar::ViewUpdate::Dropped);
         let scan = Store::reference(&path, OPTIONS, String::new()).unwrap();

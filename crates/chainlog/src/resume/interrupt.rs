@@ -63,7 +63,11 @@ pub(crate) fn tool_id_hash(id: &str) -> u64 {
 fn named(values: &[(u32, Value)]) -> Vec<(u64, u32)> {
     values
         .iter()
-        .flat_map(|(at, v)| tool_ids(v).into_iter().map(move |id| (tool_id_hash(&id), *at)))
+        .flat_map(|(at, v)| {
+            tool_ids(v)
+                .into_iter()
+                .map(move |id| (tool_id_hash(&id), *at))
+        })
         .collect()
 }
 
@@ -153,7 +157,9 @@ mod tests {
     }
 
     fn reply(content: &str) -> String {
-        format!(r#"{{"type":"assistant","message":{{"id":"m","role":"assistant","content":[{content}]}}}}"#)
+        format!(
+            r#"{{"type":"assistant","message":{{"id":"m","role":"assistant","content":[{content}]}}}}"#
+        )
     }
 
     fn result(id: &str) -> String {

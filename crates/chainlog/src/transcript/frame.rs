@@ -125,7 +125,9 @@ impl Framer {
         };
         let first = self
             .expected
-            .map_or(CHUNK, |b| usize::try_from(b.saturating_add(1)).unwrap_or(CHUNK))
+            .map_or(CHUNK, |b| {
+                usize::try_from(b.saturating_add(1)).unwrap_or(CHUNK)
+            })
             .clamp(4096, CHUNK);
         let mut buf: Vec<u8> = vec![0; first];
         // `buf[..filled]` holds unconsumed bytes; `base` is their offset relative to the start.
