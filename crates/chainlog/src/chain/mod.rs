@@ -266,16 +266,7 @@ where
         Vec::new()
     };
     let Some((leaf_row, rule)) = chosen else {
-        return Ok(Ok(Resolution {
-            leaf: None,
-            chain: Vec::new(),
-            stop: None,
-            chain_break: None,
-            bridges: Vec::new(),
-            live: resume.live_count(),
-            leaves,
-            session: None,
-        }));
+        return Ok(Ok(no_leaf(resume, leaves)));
     };
     let leaf_head = resume.head(leaf_row)?.into_owned();
     let res = match opts.view {
@@ -302,7 +293,32 @@ fn finish<G: Graph>(
     leaves: Vec<Id>,
 ) -> Result<Resolution, G::Error> {
     let w = walk::walk(g, leaf_row, cross)?;
-    let chain = links(g, &w)?;
+    walked(g, &w, leaf_head, rule, leaves)
+}
+
+/// The answer when no leaf can be chosen: nothing to resume.
+fn no_leaf<G: Graph>(g: &G, leaves: Vec<Id>) -> Resolution {
+    Resolution {
+        leaf: None,
+        chain: Vec::new(),
+        stop: None,
+        chain_break: None,
+        bridges: Vec::new(),
+        live: g.live_count(),
+        leaves,
+        session: None,
+    }
+}
+
+/// The resolution of a whole walk `w` from the leaf `leaf_head` chosen by `rule`.
+fn walked<G: Graph>(
+    g: &G,
+    w: &walk::Walk,
+    leaf_head: &MessageHead,
+    rule: LeafRule,
+    leaves: Vec<Id>,
+) -> Result<Resolution, G::Error> {
+    let chain = links(g, w)?;
     let chain_break = match w.stop {
         Stop::MissingParent { child, parent } => {
             let row = g.get(child)?.expect("walked rows are live");

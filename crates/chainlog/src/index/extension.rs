@@ -23,15 +23,18 @@ use super::open::{IndexDb, isolate};
 use super::query::IndexGraph;
 use super::schema::{FILES, FileState, VIEW};
 use super::view::{self, Older};
-use crate::chain::extend::extend;
-use crate::chain::{Link, Resolution};
+use crate::chain::Link;
+use crate::chain::extend::{Extended, extend};
 use crate::resume::body::read_view;
 use crate::resume::interrupt::Ending;
 use crate::transcript::envelope::Kind;
 
 /// Lines of the old view read back (to its last assistant line) to decide how the longer
 /// conversation ends; when its last assistant line is further back, only the new lines are.
-pub const TAIL_LINES: usize = 32;
+pub const TAIL_LINES: usize = 64;
+
+/// Old assistant lines the last lines may reach back to, nearest first.
+const RETRIES: usize = 3;
 
 /// Extends the stored view of `transcript` (index key `key`) to `st`, its state just caught
 /// up, or drops it. Best effort: a failure leaves the walk to answer.
@@ -61,8 +64,8 @@ pub(crate) fn extend_view(
     };
     match planned {
         Ok(None) => ViewUpdate::Untouched,
-        Ok(Some((older, res, ending))) => {
-            if write(&|txn| view::store_extended(txn, st, &older, &res, &ending)) {
+        Ok(Some((older, ext, ending))) => {
+            if write(&|txn| view::store_extended(txn, st, &older, &ext, &ending)) {
                 ViewUpdate::Extended
             } else {
                 ViewUpdate::Untouched
@@ -81,7 +84,7 @@ fn plan(
     db: &IndexDb,
     transcript: &Path,
     st: &FileState,
-) -> Result<Option<(Older, Resolution, Ending)>, ()> {
+) -> Result<Option<(Older, Extended, Ending)>, ()> {
     let txn = db.begin_read().map_err(drop)?;
     let older = guard::read("view", || txn.open_table(VIEW))
         .and_then(|t| view::load_older(&t, st, TAIL_LINES))
@@ -91,7 +94,7 @@ fn plan(
     };
     let graph = IndexGraph::new(&txn, st.clone()).map_err(drop)?;
     let appended = older.rows as usize..st.rows as usize;
-    let res = extend(
+    let ext = extend(
         &graph,
         &older.stored.resolution,
         older.len,
@@ -101,20 +104,32 @@ fn plan(
     .map_err(drop)?
     .ok_or(())?;
     let names = IndexGraph::names(&txn, st).map_err(drop)?;
-    // The last lines: the old view's from its last assistant line (among those read), then the
-    // new links.
+    // The last lines decide how it ends: the new links alone, else back to one of the old
+    // view's last assistant lines among those read, else (the whole old view read) all of it.
     let old = &older.stored.resolution.chain;
-    let back = old
-        .iter()
-        .rposition(|l| l.kind == Kind::Assistant)
-        .map_or(0, |i| old.len() - i);
-    let links: Vec<Link> = old[old.len() - back..]
-        .iter()
-        .chain(&res.chain)
-        .cloned()
-        .collect();
-    let tail = read_view(transcript, &links, &names).map_err(drop)?;
-    let from = u32::try_from(older.len - back).map_err(drop)?;
-    let ending = older.stored.ending.extended(from, &tail).ok_or(())?;
-    Ok(Some((older, res, ending)))
+    let tail_start = older.len - old.len();
+    let mut starts = vec![ext.kept];
+    starts.extend(
+        (tail_start..ext.kept)
+            .rev()
+            .filter(|&n| old[n - tail_start].kind == Kind::Assistant)
+            .take(RETRIES),
+    );
+    if tail_start == 0 {
+        starts.push(0);
+    }
+    starts.dedup();
+    for from in starts {
+        let links: Vec<Link> = old[from - tail_start..ext.kept - tail_start]
+            .iter()
+            .chain(&ext.resolution.chain)
+            .cloned()
+            .collect();
+        let tail = read_view(transcript, &links, &names).map_err(drop)?;
+        let at = u32::try_from(from).map_err(drop)?;
+        if let Some(ending) = older.stored.ending.extended(at, &tail) {
+            return Ok(Some((older, ext, ending)));
+        }
+    }
+    Err(())
 }

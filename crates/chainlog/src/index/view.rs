@@ -254,15 +254,14 @@ fn put(
     Ok(())
 }
 
-/// Stores the view of `older` extended for `st`: `res` is the answer with only the links that
-/// follow `older`'s in its chain (what [`crate::chain::extend`] gives); only they are written.
-/// Returns `false`, writing nothing, when the stored view is no longer `older` (another process
-/// stored one meanwhile).
+/// Stores the view of `older` extended for `st` ([`crate::chain::extend`]): the links after
+/// the `ext.kept` first ones are written, the others stay. Returns `false`, writing nothing,
+/// when the stored view is no longer `older` (another process stored one meanwhile).
 pub(crate) fn store_extended(
     txn: &WriteTransaction,
     st: &FileState,
     older: &Older,
-    res: &Resolution,
+    ext: &crate::chain::extend::Extended,
     ending: &Ending,
 ) -> Result<bool, redb::Error> {
     let f = st.file;
@@ -273,7 +272,7 @@ pub(crate) fn store_extended(
     if current.is_none_or(|h| h.stamp != older.stamp || h.len as usize != older.len) {
         return Ok(false);
     }
-    put(&mut t, st, res, older.len, ending)?;
+    put(&mut t, st, &ext.resolution, ext.kept, ending)?;
     Ok(true)
 }
 
@@ -516,8 +515,8 @@ mod tests {
     }
 
     /// A tool result appended for a call of a response already on the view (a parallel call
-    /// answered late) is spliced after that response, not at the end: the catch-up cannot
-    /// extend the view with it, and drops it.
+    /// answered late) is spliced after that response, not at the end: the catch-up splices the
+    /// end of the view again from that response on.
     #[test]
     fn a_late_parallel_result_is_not_appended_at_the_end() {
         let id = |n: u64| format!("00000000-0000-4000-8000-{n:012x}");
@@ -560,7 +559,7 @@ mod tests {
         )
         .unwrap();
         let done = store.catch_up(&path).unwrap();
-        assert_eq!(done.view, crate::sidecar::ViewUpdate::Dropped);
+        assert_eq!(done.view, crate::sidecar::ViewUpdate::Extended);
         let scan = Store::reference(&path, OPTIONS, String::new()).unwrap();
         let order: Vec<Id> = scan.resolution.chain.iter().map(|l| l.uuid).collect();
         let want: Vec<Id> = [1, 2, 3, 4, 5, 6]
@@ -569,6 +568,7 @@ mod tests {
             .collect();
         assert_eq!(order, want, "the late result is spliced after its response");
         let ans = store.resolve_indexed(&path, OPTIONS).unwrap().unwrap();
+        assert!(ans.materialised());
         assert_eq!(ans.resolution, scan.resolution);
     }
 

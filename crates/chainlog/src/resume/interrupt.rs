@@ -114,9 +114,22 @@ impl Ending {
             return None;
         }
         let values: Vec<Value> = values.into_iter().map(|(_, v)| v).collect();
+        // The entries from `from` on are all in `tail` (those of this view may have moved):
+        // their ids are taken from it.
+        // From the first entry, the last lines are the whole view.
+        let tail = if from == 0 {
+            cleaned_tail(&values)
+        } else {
+            suffix_tail(&values)?
+        };
         let mut ending = Ending {
-            interrupt: of_tail(suffix_tail(&values)?),
-            ids: self.ids.clone(),
+            interrupt: of_tail(tail),
+            ids: self
+                .ids
+                .iter()
+                .copied()
+                .filter(|&(_, at)| at < from)
+                .collect(),
         };
         ending.add(ids);
         Some(ending)
