@@ -10,15 +10,18 @@
 //! the index's incremental update did not decline, see `index::incremental`). Such an append
 //! changes no older row's parent, liveness or bridge (a bridge goes to an earlier row, and new
 //! rows come later in map order), so the walk below the old leaf is the old walk. The answer is
-//! the old chain followed by the new segment, what [`super::resolve_graph`] gives, when:
-//! - the walk from the new leaf reaches the old leaf within a bounded number of steps (a walk
-//!   that meets the old chain anywhere else goes on above the old leaf and never reaches it:
-//!   a branch changed the chain);
-//! - no appended row changes the splice of the old chain (§A5 step 10): no appended assistant
-//!   shares its `message.id` with an older row, and no appended user or attachment row that
-//!   the walk did not take hangs off an older row (it could be a recovered result).
+//! what [`super::resolve_graph`] gives, when the walk from the new leaf reaches the old leaf
+//! within a bounded number of steps (a walk that meets the old chain anywhere else goes on above
+//! the old leaf and never reaches it: a branch changed the chain). It is the old chain's first
+//! `kept` links, then the links of the walk from there spliced again (§A5 step 10): `kept` is
+//! the old length unless an appended row continues a response of the old chain's last links
+//! (an assistant line of the same `message.id`, a late tool result under one of its lines);
+//! then every response with a line from there on must lie wholly among the old view's last
+//! links that were read, and is spliced again with the new segment (`reopened`).
+//! The leaf comes from [`leaf::after_append`] when the appended rows prove it.
 //!
-//! Anything else is declined (`None`): the caller walks as before.
+//! Anything else is declined (`None`): the caller walks as before. An empty old view (no leaf)
+//! is walked whole when the walk is short.
 
 use std::collections::{HashMap, HashSet};
 use std::ops::Range;

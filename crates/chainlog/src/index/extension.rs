@@ -8,11 +8,13 @@
 //! # Design
 //! Right after a catch-up that appended rows without deriving the projections again (a
 //! re-derivation drops the view, see `ingest`), the view stored for the earlier state is
-//! extended: [`crate::chain::extend`] walks only from the new leaf to the old one, and how the
-//! longer conversation ends is decided from its last lines alone
-//! ([`Ending::extended`]: the new lines and the old ones back to the last assistant line, at
-//! most [`TAIL_LINES`] of them) with the tool ids the view names. The work and the bytes read
-//! follow the append, not the chain. Whatever cannot be proven that way drops the view, and
+//! extended: the view's head and its last [`TAIL_LINES`] links are read,
+//! [`crate::chain::extend`] walks only from the new leaf to the old one (splicing the last
+//! responses again when the append continues one), and how the longer conversation ends is
+//! decided from its last lines alone ([`Ending::extended`]: the new lines, else back to one of
+//! the old view's last [`RETRIES`] assistant lines, else the whole view when all of it was read)
+//! with the tool ids the view names. The work and the bytes read follow the append, not the
+//! chain. Whatever cannot be proven that way drops the view, and
 //! the next resume walks and stores it as before.
 
 use std::path::Path;
