@@ -31,8 +31,8 @@ use crate::resume::body::read_view;
 use crate::resume::interrupt::Ending;
 use crate::transcript::envelope::Kind;
 
-/// Lines of the old view read back (to its last assistant line) to decide how the longer
-/// conversation ends; when its last assistant line is further back, only the new lines are.
+/// Links of the old view read with its head: the end that may be spliced again, and the lines
+/// that may decide how the longer conversation ends.
 pub const TAIL_LINES: usize = 64;
 
 /// Old assistant lines the last lines may reach back to, nearest first.

@@ -244,6 +244,9 @@ fn put(
         return Ok(());
     }
     t.insert((f, 0), encode(&key_of(f, 0), &head).as_slice())?;
+    // Records of a longer view stored before (none when the links after `kept` were spliced
+    // again: a splice never drops a link) go.
+    t.retain_in((f, head.len + 1)..=(f, u32::MAX), |_, _| false)?;
     let first = u32::try_from(kept + 1).unwrap_or(u32::MAX);
     for (n, link) in (first..).zip(&res.chain) {
         t.insert(
