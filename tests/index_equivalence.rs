@@ -279,3 +279,58 @@ fn the_streamed_resume_prints_what_the_walk_and_the_scan_print() {
     }
     assert!(streamed > 40, "only {streamed} streamed resumes");
 }
+
+/// `Store::catch_up_all` (what `chainlog index` runs: one open per sidecar) catches up what
+/// `Store::catch_up` would, its results in the order given: after a first index of half of
+/// every file (three projects, interleaved), and after the rest of some files was appended.
+#[test]
+fn catching_up_a_tree_at_once_matches_the_scan() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::new(dir.path().join("index"));
+    let sources: Vec<PathBuf> = corpus()
+        .into_iter()
+        .filter(|p| std::fs::metadata(p).is_ok_and(|m| m.len() < 200_000))
+        .collect();
+    let mut paths = Vec::new();
+    let mut rest = Vec::new();
+    for (n, src) in sources.iter().enumerate() {
+        let bytes = std::fs::read(src).unwrap();
+        let cut = bytes[..bytes.len() / 2]
+            .iter()
+            .rposition(|b| *b == b'\n')
+            .map_or(0, |i| i + 1);
+        let path = dir.path().join(format!("projects/p{}/s{n}.jsonl", n % 3));
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, &bytes[..cut]).unwrap();
+        paths.push(path);
+        rest.push(bytes[cut..].to_vec());
+    }
+    let mut seen = Vec::new();
+    let first = store.catch_up_all(&paths, |p, _| seen.push(p.to_path_buf()));
+    // Reported sidecar by sidecar, each transcript once.
+    seen.sort();
+    let mut given = paths.clone();
+    given.sort();
+    assert_eq!(seen, given);
+    for (path, r) in paths.iter().zip(&first) {
+        let len = std::fs::metadata(path).unwrap().len();
+        assert_eq!(r.as_ref().unwrap().bytes, len, "{}", path.display());
+        assert_same(&store, path, "indexed at once", false);
+    }
+    for (n, (path, rest)) in paths.iter().zip(&rest).enumerate() {
+        if n % 2 == 0 {
+            let mut f = std::fs::OpenOptions::new().append(true).open(path).unwrap();
+            f.write_all(rest).unwrap();
+        }
+    }
+    let second = store.catch_up_all(&paths, |_, _| {});
+    for (n, ((path, r), rest)) in paths.iter().zip(&second).zip(&rest).enumerate() {
+        let complete = rest
+            .iter()
+            .rposition(|b| *b == b'\n')
+            .map_or(0, |i| i as u64 + 1);
+        let want = if n % 2 == 0 { complete } else { 0 };
+        assert_eq!(r.as_ref().unwrap().bytes, want, "{}", path.display());
+        assert_same(&store, path, "caught up at once", false);
+    }
+}

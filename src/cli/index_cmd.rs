@@ -62,13 +62,62 @@ pub enum Verb {
     Verify,
 }
 
+/// Reports one transcript caught up or rebuilt: a JSON line with `--json`, else a note when it
+/// was indexed again from zero; a failure is counted in `failed` and printed.
+fn report(
+    cli: &Cli,
+    out: &mut impl Write,
+    path: &Path,
+    r: &chainlog::Result<chainlog::CatchUp>,
+    failed: &mut usize,
+) -> std::io::Result<()> {
+    match r {
+        Ok(c) if cli.json => write_json(
+            out,
+            &json!({"path": path, "bytes": c.bytes, "lines": c.lines, "reindexed": c.reindexed}),
+        ),
+        Ok(c) => {
+            if let Some(why) = c.reindexed {
+                eprintln!(
+                    "chainlog: {}: indexed again from zero: {why}",
+                    path.display()
+                );
+            }
+            Ok(())
+        }
+        Err(e) => {
+            *failed += 1;
+            eprintln!("chainlog: {e}");
+            Ok(())
+        }
+    }
+}
+
 pub fn run(cli: &Cli, a: &PathsArgs, verb: Verb, out: &mut impl Write) -> CliResult {
     let store = super::store(cli)?;
     let files = transcripts(cli, a)?;
     let bar = progress_bar(files.len());
     let mut failed = 0usize;
     let mut differing = 0usize;
-    for path in &files {
+    if verb == Verb::Index {
+        // Sidecar by sidecar: one open and one close per project, not per transcript.
+        let mut written = Ok(());
+        store.catch_up_all(&files, |path, r| {
+            if written.is_ok() {
+                written = report(cli, out, path, r, &mut failed);
+            }
+            if let Some(b) = &bar {
+                b.inc(1);
+            }
+        });
+        written?;
+    }
+    let one_by_one = if verb == Verb::Index {
+        &[][..]
+    } else {
+        &files[..]
+    };
+    for path in one_by_one {
         if let Some(b) = &bar {
             b.set_message(
                 path.file_name()
@@ -77,31 +126,9 @@ pub fn run(cli: &Cli, a: &PathsArgs, verb: Verb, out: &mut impl Write) -> CliRes
             );
         }
         match verb {
-            Verb::Index | Verb::Rebuild => {
-                let r = if verb == Verb::Index {
-                    store.catch_up(path)
-                } else {
-                    store.rebuild(path)
-                };
-                match r {
-                    Ok(c) if cli.json => write_json(
-                        out,
-                        &json!({"path": path, "bytes": c.bytes, "lines": c.lines, "reindexed": c.reindexed}),
-                    )?,
-                    Ok(c) => {
-                        if let Some(why) = c.reindexed {
-                            eprintln!(
-                                "chainlog: {}: indexed again from zero: {why}",
-                                path.display()
-                            );
-                        }
-                    }
-                    Err(e) => {
-                        failed += 1;
-                        eprintln!("chainlog: {e}");
-                    }
-                }
-            }
+            // Caught up above, sidecar by sidecar.
+            Verb::Index => {}
+            Verb::Rebuild => report(cli, out, path, &store.rebuild(path), &mut failed)?,
             Verb::Verify => match store.verify(path) {
                 Ok(diffs) => {
                     if cli.json {

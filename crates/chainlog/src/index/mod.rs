@@ -243,6 +243,95 @@ impl Store {
         }
     }
 
+    /// Catches up every transcript of `transcripts`, sidecar by sidecar: one read-only open
+    /// finds those that changed, one read-write open catches them up (a transaction each) and
+    /// is closed once, so the open and close that a catch-up costs are paid once per project
+    /// (`chainlog index`). The results come in the order given; `done` is called after each
+    /// transcript, sidecar by sidecar (in the order given when each project's transcripts are
+    /// given together, as sorted paths are).
+    pub fn catch_up_all(
+        &self,
+        transcripts: &[PathBuf],
+        mut done: impl FnMut(&Path, &Result<CatchUp>),
+    ) -> Vec<Result<CatchUp>> {
+        let mut by_db: Vec<(PathBuf, Vec<usize>)> = Vec::new();
+        for (i, t) in transcripts.iter().enumerate() {
+            let db = self.db_path(t);
+            match by_db.iter_mut().find(|(d, _)| *d == db) {
+                Some((_, v)) => v.push(i),
+                None => by_db.push((db, vec![i])),
+            }
+        }
+        let mut out: Vec<Option<Result<CatchUp>>> = transcripts.iter().map(|_| None).collect();
+        for (_, group) in by_db {
+            let paths: Vec<PathBuf> = group.iter().map(|&i| transcripts[i].clone()).collect();
+            let first = paths[0].clone();
+            let results = self
+                .bounded(&first, move |s| Ok(s.catch_up_group(&paths)))
+                .unwrap_or_else(|_busy| {
+                    // The sidecar is busy: each transcript says so.
+                    group
+                        .iter()
+                        .map(|&i| self.catch_up(&transcripts[i]))
+                        .collect()
+                });
+            for (&i, r) in group.iter().zip(results) {
+                done(&transcripts[i], &r);
+                out[i] = Some(r);
+            }
+        }
+        out.into_iter()
+            .map(|r| r.expect("every transcript is in a group"))
+            .collect()
+    }
+
+    /// [`Store::catch_up_all`] for the transcripts of one sidecar.
+    fn catch_up_group(&self, paths: &[PathBuf]) -> Vec<Result<CatchUp>> {
+        let Some(first) = paths.first() else {
+            return Vec::new();
+        };
+        let db_path = self.db_path(first);
+        let ro = open::open_read_only(&db_path);
+        let mut out: Vec<Option<Result<CatchUp>>> = paths
+            .iter()
+            .map(|t| {
+                let stat = match Stat::of(t) {
+                    Ok(s) => s,
+                    Err(e) => return Some(Err(e)),
+                };
+                let st = ro.as_ref().and_then(|ro| read_state(ro, &Self::key(t)));
+                st.is_some_and(|st| stat.unchanged(&st, false))
+                    .then(|| Ok(CatchUp::default()))
+            })
+            .collect();
+        drop(ro);
+        if out.iter().any(Option::is_none) {
+            match IndexDb::open(&db_path) {
+                Ok(mut db) => {
+                    for (t, r) in paths.iter().zip(out.iter_mut()) {
+                        if r.is_none() {
+                            *r = Some(Self::catch_up_in(&mut db, t).map(|(done, st)| {
+                                compact_after(&mut db, &done, &st);
+                                done
+                            }));
+                        }
+                    }
+                }
+                Err(_) => {
+                    // Each transcript reports the failure itself.
+                    for (t, r) in paths.iter().zip(out.iter_mut()) {
+                        if r.is_none() {
+                            *r = Some(self.catch_up_unguarded(t));
+                        }
+                    }
+                }
+            }
+        }
+        out.into_iter()
+            .map(|r| r.expect("every transcript answered"))
+            .collect()
+    }
+
     fn catch_up_unguarded(&self, transcript: &Path) -> Result<CatchUp> {
         let db_path = self.db_path(transcript);
         let stat = Stat::of(transcript)?;
