@@ -76,8 +76,7 @@ pub fn choose<G: Graph>(g: &G) -> Result<Option<(usize, LeafRule)>, G::Error> {
 ///
 /// The rows appended are the only new leaves; `old` was the newest of the leaves that could
 /// win. So the newest appended candidate `c` wins when it is newer than `old` (rules 2–3, and
-/// 1 below a checkpoint), or, when the checkpoint itself was the leaf (rule 1 with nothing
-/// below it), when `c` descends from it and the checkpoint is no leaf any more. The
+/// 1 below a checkpoint); a checkpoint that was the leaf stays it while it is a leaf. The
 /// checkpoint must be the one `old` was chosen with, and a rule-2 choice must still have no
 /// usable checkpoint.
 pub(crate) fn after_append<G: Graph>(
@@ -146,9 +145,9 @@ pub(crate) fn after_append<G: Graph>(
         (LeafRule::Newest | LeafRule::NewestSidechain, _) => newest.then_some((c, rule, false)),
         // The checkpoint is still a leaf: it stays the answer.
         (LeafRule::LastPrompt, Some(m)) if g.is_leaf(m)? => Some((m, LeafRule::LastPrompt, false)),
-        (LeafRule::NewerThanCheckpoint | LeafRule::LastPrompt, Some(m))
-            if (newest || rule == LeafRule::LastPrompt) && !g.is_leaf(m)? =>
-        {
+        // The newest leaf below the checkpoint was `old`: a newer one below it wins. (When the
+        // checkpoint itself was the leaf, older leaves below it may count now: not proven.)
+        (LeafRule::NewerThanCheckpoint, Some(m)) if newest && !g.is_leaf(m)? => {
             Some((c, LeafRule::NewerThanCheckpoint, true))
         }
         _ => None,
@@ -315,9 +314,15 @@ mod tests {
         let (got, want) = both(&before, &(system(9, 2, 3) + &msg(3, Some(1), 9)));
         assert_eq!(want, Some(leaf(2, LeafRule::LastPrompt)));
         assert_eq!(got, want);
-        // Continued below the checkpoint: the newest leaf below it.
+        // Continued below the checkpoint: the newest leaf below it (older leaves below the
+        // checkpoint could count now: not proven from the appended rows).
         let (got, want) = both(&before, &(msg(3, Some(2), 3) + &msg(4, Some(3), 4)));
         assert_eq!(want, Some(leaf(4, LeafRule::NewerThanCheckpoint)));
+        assert!(got.is_none(), "{got:?}");
+        // Continued further: the newest leaf below the checkpoint is proven.
+        let below = before.clone() + &msg(3, Some(2), 3) + &msg(4, Some(3), 4);
+        let (got, want) = both(&below, &(msg(5, Some(4), 5) + &msg(6, Some(5), 6)));
+        assert_eq!(want, Some(leaf(6, LeafRule::NewerThanCheckpoint)));
         assert_eq!(got, want);
         // A new checkpoint: not proven here.
         let (got, want) = both(&before, &(msg(3, Some(2), 3) + &checkpoint(3)));
