@@ -67,9 +67,7 @@ pub fn run(cli: &Cli, a: &LsArgs, out: &mut impl Write) -> CliResult {
         sessions.retain(|f| f.message_count > 0);
     }
     if cli.json {
-        for f in &sessions {
-            f.write_listing_json(out, LS_JSON_SCHEMA)?;
-        }
+        SessionFacts::write_listing_json_all(&sessions, out, LS_JSON_SCHEMA)?;
         return Ok(ExitCode::SUCCESS);
     }
     if sessions.is_empty() {

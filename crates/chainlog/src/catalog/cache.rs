@@ -88,8 +88,49 @@ struct Slot {
     pending: Vec<(String, Vec<u8>)>,
 }
 
-/// Rows of a sidecar in key order.
-type Rows = Vec<(Box<str>, Box<[u8]>)>;
+/// Rows of a sidecar in key order, their keys and values in one buffer (one allocation for
+/// the whole table instead of two per row).
+#[derive(Default)]
+struct Rows {
+    /// Every key and value, one after the other.
+    bytes: Vec<u8>,
+    /// Per row: where its key starts, where its value starts, where the value ends.
+    at: Vec<(usize, usize, usize)>,
+}
+
+impl Rows {
+    fn len(&self) -> usize {
+        self.at.len()
+    }
+
+    fn key(&self, i: usize) -> &[u8] {
+        let (k, v, _) = self.at[i];
+        &self.bytes[k..v]
+    }
+
+    fn value(&self, i: usize) -> &[u8] {
+        let (_, v, end) = self.at[i];
+        &self.bytes[v..end]
+    }
+
+    /// The row stored under `key`. `hint` is tried first (a listing asks for the files of a
+    /// folder in key order, so the row after the previous one is usually the one).
+    fn find(&self, key: &str, hint: usize) -> Option<usize> {
+        if hint < self.len() && self.key(hint) == key.as_bytes() {
+            return Some(hint);
+        }
+        let (mut lo, mut hi) = (0, self.len());
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            match self.key(mid).cmp(key.as_bytes()) {
+                std::cmp::Ordering::Less => lo = mid + 1,
+                std::cmp::Ordering::Greater => hi = mid,
+                std::cmp::Ordering::Equal => return Some(mid),
+            }
+        }
+        None
+    }
+}
 
 /// What a row says about a file.
 #[expect(
@@ -135,7 +176,8 @@ impl<'s> FactsCache<'s> {
         let probed = {
             let (db_path, s) = &mut self.slots[slot];
             if let Some(rows) = &s.rows {
-                probe(rows, path, key)
+                let at = rows.find(&key, 0);
+                probe(rows, at, path, key)
             } else {
                 if !s.table_opened {
                     s.table_opened = true;
@@ -167,18 +209,44 @@ impl<'s> FactsCache<'s> {
     /// up to `available_parallelism` threads, and those whose row is missing or stale are
     /// scanned likewise.
     pub fn facts_all(&mut self, paths: &[PathBuf]) -> Vec<Result<SessionFacts>> {
-        let located: Vec<(&PathBuf, usize, String)> = paths
-            .iter()
-            .map(|p| {
-                let (slot, key) = self.locate(p);
+        let keyed: Vec<(usize, String)> = paths.iter().map(|p| self.locate(p)).collect();
+        // The files are `stat`ed on rayon's threads while the rows are read (each sidecar's
+        // on an index worker): the two do not wait on each other.
+        let stats = std::thread::scope(|sc| {
+            let stats =
+                sc.spawn(|| par_map(paths.iter().collect(), 256, |p: &PathBuf| Stat::of(p)));
+            let mut loaded: Vec<usize> = keyed.iter().map(|(slot, _)| *slot).collect();
+            loaded.sort_unstable();
+            loaded.dedup();
+            for slot in loaded {
                 self.load_rows(slot);
-                (p, slot, key)
+            }
+            stats
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+        });
+        // The row of each file is found here, in order (the next row is usually the one),
+        // and checked on the threads.
+        let mut next = 0;
+        let located: Vec<_> = paths
+            .iter()
+            .zip(keyed)
+            .zip(stats)
+            .map(|((p, (slot, key)), stat)| {
+                let at = self.slots[slot]
+                    .1
+                    .rows
+                    .as_ref()
+                    .and_then(|r| r.find(&key, next));
+                next = at.map_or(0, |i| i + 1);
+                (p, slot, key, at, stat)
             })
             .collect();
         let slots = &self.slots;
-        let probed = par_map(located, 256, |(path, slot, key)| {
-            let rows = slots[slot].1.rows.as_deref().unwrap_or_default();
-            (slot, path, probe(rows, path, key))
+        let empty = Rows::default();
+        let probed = par_map(located, 256, |(path, slot, key, at, stat)| {
+            let rows = slots[slot].1.rows.as_ref().unwrap_or(&empty);
+            (slot, path, stat.map(|stat| check(rows, at, stat, key)))
         });
         let mut out: Vec<Option<Result<SessionFacts>>> = Vec::with_capacity(paths.len());
         let mut misses = Vec::new();
@@ -305,15 +373,19 @@ impl FactsSource for FactsCache<'_> {
     }
 }
 
-/// Stats `path` and checks its row among `rows` (sorted by key).
-fn probe(rows: &[(Box<str>, Box<[u8]>)], path: &Path, key: String) -> Result<Probe> {
-    let stat = Stat::of(path)?;
-    if let Ok(at) = rows.binary_search_by(|(k, _)| (**k).cmp(key.as_str()))
-        && let Some(facts) = current(&key, &rows[at].1, stat)
+/// Stats `path` and checks its row, the row `at` of `rows` (found by [`Rows::find`]).
+fn probe(rows: &Rows, at: Option<usize>, path: &Path, key: String) -> Result<Probe> {
+    Ok(check(rows, at, Stat::of(path)?, key))
+}
+
+/// Checks the row `at` of `rows` against the file's `stat`.
+fn check(rows: &Rows, at: Option<usize>, stat: Stat, key: String) -> Probe {
+    if let Some(at) = at
+        && let Some(facts) = current(&key, rows.value(at), stat)
     {
-        return Ok(Probe::Hit(facts));
+        return Probe::Hit(facts);
     }
-    Ok(Probe::Miss { stat, key })
+    Probe::Miss { stat, key }
 }
 
 /// Stats `path` and checks its row with one lookup in `table`.
@@ -384,10 +456,24 @@ fn read_rows(db_path: &Path) -> Option<Rows> {
     let txn = crate::index::wait::waiting(|| db.begin_read()).ok()?;
     crate::index::guard::read("listing", || {
         let t = txn.open_table(LISTING)?;
-        let mut rows = Vec::with_capacity(usize::try_from(t.len()?).unwrap_or(0));
+        let mut rows = Rows {
+            bytes: Vec::new(),
+            at: Vec::with_capacity(usize::try_from(t.len()?).unwrap_or(0)),
+        };
         for entry in t.iter()? {
             let (k, v) = entry?;
-            rows.push((Box::from(k.value()), Box::from(v.value())));
+            if rows.bytes.is_empty() {
+                // Rows are of similar sizes: room for all of them at once (no copy on growth).
+                let each = k.value().len() + v.value().len();
+                // Capped: one long first row must not reserve gigabytes.
+                rows.bytes
+                    .reserve(((each + each / 4) * rows.at.capacity()).min(32 << 20));
+            }
+            let start = rows.bytes.len();
+            rows.bytes.extend_from_slice(k.value().as_bytes());
+            let value = rows.bytes.len();
+            rows.bytes.extend_from_slice(v.value());
+            rows.at.push((start, value, rows.bytes.len()));
         }
         Ok::<_, redb::Error>(rows)
     })

@@ -211,6 +211,30 @@ impl SessionFacts {
         line.push(b'\n');
         out.write_all(&line)
     }
+
+    /// [`SessionFacts::write_listing_json`] of each of `sessions`, in order: the lines are
+    /// rendered on rayon's threads (in runs of 256 sessions) and written in order.
+    pub fn write_listing_json_all(
+        sessions: &[SessionFacts],
+        out: &mut impl std::io::Write,
+        schema: u32,
+    ) -> std::io::Result<()> {
+        use rayon::prelude::*;
+        let runs: Vec<std::io::Result<Vec<u8>>> = sessions
+            .par_chunks(256)
+            .map(|run| {
+                let mut bytes = Vec::with_capacity(run.len() * 1024);
+                for f in run {
+                    f.write_listing_json(&mut bytes, schema)?;
+                }
+                Ok(bytes)
+            })
+            .collect();
+        for run in runs {
+            out.write_all(&run?)?;
+        }
+        Ok(())
+    }
 }
 
 /// [`SessionFacts`] as `ls --json` prints it: the fields in declaration order without the
@@ -726,6 +750,19 @@ mod tests {
             want.push(b'\n');
             let mut got = Vec::new();
             facts.write_listing_json(&mut got, 3).unwrap();
+            // Rendered on threads in runs: the same lines in the same order.
+            let many: Vec<SessionFacts> = (0..600)
+                .map(|i| SessionFacts {
+                    session_id: format!("s{i}"),
+                    ..facts.clone()
+                })
+                .collect();
+            let (mut all, mut one_by_one) = (Vec::new(), Vec::new());
+            SessionFacts::write_listing_json_all(&many, &mut all, 3).unwrap();
+            for f in &many {
+                f.write_listing_json(&mut one_by_one, 3).unwrap();
+            }
+            assert_eq!(all, one_by_one);
             assert_eq!(
                 String::from_utf8(got).unwrap(),
                 String::from_utf8(want).unwrap()
