@@ -665,7 +665,7 @@ fn query(
         None => None,
     };
     let (resolution, interrupt, state) = if let Some(stored) = stored {
-        (stored.resolution, Some(stored.interrupt), None)
+        (stored.resolution, Some(stored.ending.interrupt), None)
     } else {
         let full_rows = OnceCell::new();
         let res = resolve_graph(&graph, opts, &names, || {

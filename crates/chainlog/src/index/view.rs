@@ -194,9 +194,7 @@ fn head_of(st: &FileState, res: &Resolution, len: usize, ending: &Ending) -> Hea
 pub struct Stored {
     /// The answer of [`OPTIONS`].
     pub resolution: Resolution,
-    /// [`crate::resume::detect`] of its lines.
-    pub interrupt: Interrupt,
-    /// How it ends, with what an extension needs.
+    /// How it ends ([`crate::resume::detect`] of its lines), with what an extension needs.
     pub(crate) ending: Ending,
 }
 
@@ -417,7 +415,6 @@ fn load_if(
         head.stamp,
         Stored {
             resolution,
-            interrupt,
             ending: Ending {
                 interrupt,
                 ids: head.ids,
