@@ -214,6 +214,74 @@ fn catching_up_line_by_line_matches_reference() {
     );
 }
 
+/// A resume right after lines were appended answers from the index as it was plus those
+/// lines read in memory, without writing the sidecar, and that answer is the full scan's: every
+/// fixture and real transcript appended line by line (torn halves included) and resumed after
+/// each half, the index caught up every fourth line only.
+#[test]
+fn resuming_after_an_append_without_writing_matches_reference() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::new(dir.path().join("index"));
+    let opts = ResolveOptions {
+        leaf: None,
+        view: View::Resume,
+        list_leaves: false,
+    };
+    let (mut in_memory, mut caught_up) = (0, 0);
+    for (n, src) in corpus().into_iter().enumerate() {
+        let bytes = std::fs::read(&src).unwrap();
+        if bytes.len() > 60_000 {
+            continue;
+        }
+        let path = dir.path().join(format!("project/s{n}.jsonl"));
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        let mut f = std::fs::File::create(&path).unwrap();
+        let sidecar = store.db_path(&path);
+        for (i, chunk) in bytes.split_inclusive(|b| *b == b'\n').enumerate() {
+            if i % 4 == 0 {
+                store.catch_up(&path).unwrap();
+            }
+            let half = chunk.len() / 2;
+            for part in [&chunk[..half], &chunk[half..]] {
+                f.write_all(part).unwrap();
+                f.flush().unwrap();
+                let ctx = format!("line {i} of {}", src.display());
+                let before = std::fs::read(&sidecar).ok();
+                let resumed = store
+                    .conversation(&path, &chainlog::ResumeOptions::default())
+                    .unwrap();
+                let got = resumed.answer();
+                let t = Transcript::open(&path).unwrap();
+                let want = resolve(&t, opts).unwrap();
+                assert_eq!(got.resolution, want, "{ctx}");
+                assert_eq!(got.torn_tail, t.frame.torn_tail, "{ctx}");
+                assert_eq!(got.cursor, t.frame.complete_len, "{ctx}");
+                assert_eq!(got.bad_line_count, t.bad_lines.len() as u64, "{ctx}");
+                assert_eq!(got.source, Source::Index, "{ctx}");
+                if got.tail_lines > 0 {
+                    in_memory += 1;
+                    assert!(got.materialised(), "{ctx}");
+                    let lines = read_view(&path, &want.chain, &t.names).unwrap();
+                    assert_eq!(got.interrupt, Some(detect_interrupt(&lines)), "{ctx}");
+                    assert!(
+                        before == std::fs::read(&sidecar).ok(),
+                        "{ctx}: the sidecar was written"
+                    );
+                } else {
+                    caught_up += 1;
+                }
+            }
+        }
+    }
+    // The fast path answered most resumes after an append (the others: a line it declines,
+    // such as a compaction or a bad line, or a torn half with nothing new).
+    eprintln!("answered in memory: {in_memory}, caught up: {caught_up}");
+    assert!(
+        in_memory > 300 && in_memory > caught_up,
+        "too few answers read in memory: {in_memory} (caught up: {caught_up})"
+    );
+}
+
 /// `resume --format jsonl|uuids` prints line by line from the materialised view (the second
 /// call; the first walks and stores it) exactly what the walk and the full scan print, on
 /// every fixture and real transcript.

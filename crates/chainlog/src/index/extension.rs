@@ -17,6 +17,7 @@
 //! chain. Whatever cannot be proven that way drops the view, and
 //! the next resume walks and stores it as before.
 
+use std::ops::Range;
 use std::path::Path;
 
 use super::guard;
@@ -24,12 +25,13 @@ use super::ingest::{self, ViewUpdate};
 use super::open::{IndexDb, isolate};
 use super::query::IndexGraph;
 use super::schema::{FILES, FileState, VIEW};
-use super::view::{self, Older};
-use crate::chain::Link;
+use super::view::{self, Older, Stored};
+use crate::chain::{Graph, Link};
 use crate::chain::extend::{Extended, extend};
 use crate::resume::body::read_view;
 use crate::resume::interrupt::Ending;
 use crate::transcript::envelope::Kind;
+use crate::transcript::id::{Id, IdNames};
 
 /// Links of the old view read with its head: the end that may be spliced again, and the lines
 /// that may decide how the longer conversation ends.
@@ -95,21 +97,39 @@ fn plan(
         return Ok(None);
     };
     let graph = IndexGraph::new(&txn, st.clone()).map_err(drop)?;
+    let names = IndexGraph::names(&txn, st).map_err(drop)?;
     let appended = older.rows as usize..st.rows as usize;
-    let ext = extend(
+    let (ext, ending) = extend_stored(
         &graph,
-        &older.stored.resolution,
+        transcript,
+        &names,
+        &older.stored,
         older.len,
         older.checkpoint,
         appended,
     )
-    .map_err(drop)?
     .ok_or(())?;
-    let names = IndexGraph::names(&txn, st).map_err(drop)?;
+    Ok(Some((older, ext, ending)))
+}
+
+/// The view `stored` of `len` links (its `chain` holding the last ones), chosen with newest
+/// checkpoint `checkpoint`, extended over `g` after rows `appended` were appended, with how
+/// the longer conversation ends; `None` when that cannot be proven (see the module doc).
+/// What a catch-up stores, and what a read-only resume answers from ([`super::overlay`]).
+pub(crate) fn extend_stored<G: Graph>(
+    g: &G,
+    transcript: &Path,
+    names: &IdNames,
+    stored: &Stored,
+    len: usize,
+    checkpoint: Option<Id>,
+    appended: Range<usize>,
+) -> Option<(Extended, Ending)> {
+    let ext = extend(g, &stored.resolution, len, checkpoint, appended).ok()??;
     // The last lines decide how it ends: the new links alone, else back to one of the old
     // view's last assistant lines among those read, else (the whole old view read) all of it.
-    let old = &older.stored.resolution.chain;
-    let tail_start = older.len - old.len();
+    let old = &stored.resolution.chain;
+    let tail_start = len - old.len();
     let mut starts = vec![ext.kept];
     starts.extend(
         (tail_start..ext.kept)
@@ -127,11 +147,11 @@ fn plan(
             .chain(&ext.resolution.chain)
             .cloned()
             .collect();
-        let tail = read_view(transcript, &links, &names).map_err(drop)?;
-        let at = u32::try_from(from).map_err(drop)?;
-        if let Some(ending) = older.stored.ending.extended(at, &tail) {
-            return Ok(Some((older, ext, ending)));
+        let tail = read_view(transcript, &links, names).ok()?;
+        let at = u32::try_from(from).ok()?;
+        if let Some(ending) = stored.ending.extended(at, &tail) {
+            return Some((ext, ending));
         }
     }
-    Err(())
+    None
 }

@@ -28,12 +28,12 @@ use super::schema::{
 use super::state::IndexFault;
 use crate::chain::{BadLine, MessageRow};
 use crate::error::{Error, Result};
-use crate::transcript::envelope::{Entry, Flags, Kind, parse_framed};
+use crate::transcript::envelope::{Entry, Flags, Kind, MessageHead, parse_framed};
 use crate::transcript::frame::{FrameSummary, Framer};
 use crate::transcript::id::{Id, IdNames};
 
 /// Batches of at most this many new rows update the projections in place.
-const INCREMENTAL_MAX_ROWS: usize = 256;
+pub(crate) const INCREMENTAL_MAX_ROWS: usize = 256;
 
 /// What a catch-up did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -146,9 +146,10 @@ fn hash16(bytes: &[u8]) -> [u8; 16] {
     out
 }
 
-/// Whether the indexed prefix of `file` still reads the same.
-fn prefix_matches(
-    txn: &WriteTransaction,
+/// Whether the indexed prefix of `file` still reads the same: the partial chunk at its end
+/// and the last complete chunk before it hash as stored in `chunks`.
+pub(crate) fn prefix_matches(
+    chunks: &impl ReadableTable<(u32, u64), [u8; 16]>,
     file: &File,
     st: &FileState,
 ) -> Result<bool, redb::Error> {
@@ -159,7 +160,6 @@ fn prefix_matches(
     }
     if base >= CHUNK_SIZE {
         let n = base / CHUNK_SIZE - 1;
-        let chunks = txn.open_table(CHUNKS)?;
         let Some(want) = chunks.get((st.file, n))?.map(|v| v.value()) else {
             return Ok(false);
         };
@@ -268,7 +268,7 @@ pub fn catch_up(
                 Some("the file is shorter than what was indexed (truncated or rewritten)");
             restart(txn, st.file)?
         }
-        Some(st) if !prefix_matches(txn, &file, &st)? => {
+        Some(st) if !prefix_matches(&txn.open_table(CHUNKS)?, &file, &st)? => {
             report.reindexed = Some("the bytes before the index cursor changed (rewritten)");
             restart(txn, st.file)?
         }
@@ -420,6 +420,15 @@ pub struct Batch {
     /// Something only a full re-derivation handles: a duplicate uuid, a progress entry,
     /// a compact boundary, a snip, or a uuid that an earlier entry named (see [`FORWARD`]).
     pub structural: bool,
+}
+
+/// Whether a message line, whatever else is stored, changes the projections in a way only a
+/// full re-derivation handles: a legacy progress entry (re-pointed parents), a compact
+/// boundary (dropped rows, a preserved segment), a snip (removed rows).
+pub(crate) fn structural(head: &MessageHead) -> bool {
+    head.kind == Kind::Progress
+        || head.flags.has(Flags::COMPACT_BOUNDARY)
+        || head.flags.has(Flags::SNIP)
 }
 
 /// Lines per chunk sent from the parsing stage to the storing stage.
@@ -588,16 +597,14 @@ impl Tables<'_> {
                 }
             }
             Ok(Entry::Message(head)) if head.kind == Kind::Progress => {
+                debug_assert!(structural(&head));
                 batch.structural = true;
                 self.arrived(batch, head.uuid)?;
                 let value = tag(&id_key(f, 0, head.uuid.0), opt_id(head.parent));
                 self.progress.insert((f, head.uuid.0), value.as_slice())?;
             }
             Ok(Entry::Message(head)) => {
-                if head.flags.has(Flags::COMPACT_BOUNDARY) {
-                    batch.structural = true;
-                }
-                if head.flags.has(Flags::SNIP) {
+                if structural(&head) {
                     batch.structural = true;
                 }
                 let existing = match self.pending_uuids.get(&head.uuid.0) {

@@ -32,6 +32,7 @@ pub mod ingest;
 pub mod live;
 pub mod lookup;
 pub mod open;
+pub mod overlay;
 pub mod progress;
 pub mod query;
 pub mod schema;
@@ -120,11 +121,16 @@ pub struct Answer {
     pub interrupt: Option<crate::resume::Interrupt>,
     /// The index state a walked answer of the index was computed for (to materialise it).
     pub(crate) state: Option<FileState>,
+    /// Lines appended since the index was last caught up, read in memory for this answer
+    /// (the index was neither caught up nor written, [`overlay`]); 0 when the index covered
+    /// the transcript.
+    pub tail_lines: u64,
 }
 
 impl Answer {
     /// Read from the materialised resume view (stored by an earlier resume): one range read,
-    /// no walk.
+    /// no walk; extended in memory by the lines appended since when [`Answer::tail_lines`]
+    /// is not 0.
     pub fn materialised(&self) -> bool {
         self.interrupt.is_some()
     }
@@ -558,10 +564,15 @@ impl Store {
         let db_path = self.db_path(transcript);
         let key = Self::key(transcript);
         let stat = Stat::of(transcript)?;
-        if let Some(ro) = open::open_read_only(&db_path) {
-            let st = read_state(&ro, &key);
-            if let Some(st) = st.filter(|st| stat.unchanged(st, false))
-                && let Some(a) = query(&ro, st, transcript, opts, true)?
+        if let Some(ro) = open::open_read_only(&db_path)
+            && let Some(st) = read_state(&ro, &key)
+        {
+            if stat.unchanged(&st, false) {
+                if let Some(a) = query(&ro, st, transcript, opts, true)? {
+                    return Ok(Some(a));
+                }
+            } else if view::serves(&opts)
+                && let Some(a) = extended_in_memory(&ro, &st, transcript, &stat)
             {
                 return Ok(Some(a));
             }
@@ -698,7 +709,39 @@ fn query(
         source: Source::Index,
         interrupt,
         state,
+        tail_lines: 0,
     }))
+}
+
+/// The default resume view of `transcript` from the index as it is (`st`) and the lines
+/// appended since, read in memory ([`overlay`]): nothing is written. `None` when the append
+/// is not answered that way (the caller catches up).
+fn extended_in_memory(
+    db: &impl ReadableDatabase,
+    st: &FileState,
+    transcript: &Path,
+    stat: &Stat,
+) -> Option<Answer> {
+    // redb panics on some damaged pages (see `guard`): a panic here is no answer, and the
+    // catch-up that follows finds the damage.
+    open::isolate(|| {
+        let txn = db.begin_read().ok()?;
+        let (resolution, ending, names, summary) = overlay::answer(&txn, st, transcript, stat)?;
+        let bad_lines = bad_lines(&txn, st.file, st.bad_lines).ok()?;
+        Some(Answer {
+            resolution,
+            names,
+            bad_lines,
+            bad_line_count: st.bad_lines,
+            torn_tail: summary.torn_tail,
+            cursor: summary.complete_len,
+            source: Source::Index,
+            interrupt: Some(ending.interrupt),
+            state: None,
+            tail_lines: summary.lines,
+        })
+    })
+    .flatten()
 }
 
 /// The first [`BAD_LINES_KEPT`] skipped lines of file `f` (of `count`); one that does not
@@ -750,5 +793,6 @@ fn reference(transcript: &Path, opts: ResolveOptions, why: String) -> Result<Ans
         source: Source::Transcript(why),
         interrupt: None,
         state: None,
+        tail_lines: 0,
     })
 }

@@ -113,6 +113,31 @@ impl IndexGraph {
 }
 
 impl IndexGraph {
+    /// Whether the index knows `id`: a message or progress entry has it, or an entry named it
+    /// before any had it (`forward`). Rows appended with such an id are no plain append.
+    pub(crate) fn seen(&self, id: Id) -> Result<bool, IndexFault> {
+        let f = self.st().file;
+        if self.dec.seq_of(id)?.is_some() {
+            return Ok(true);
+        }
+        read("progress", || {
+            Ok::<_, redb::StorageError>(
+                self.progress.get((f, id.0))?.is_some() || self.forward.get((f, id.0))?.is_some(),
+            )
+        })
+    }
+
+    /// Whether a row appended under parent `p` leaves the projections as they are (what
+    /// `incremental` accepts): `p` is a live message, no progress entry and not the anchor of
+    /// the live preserved segment.
+    pub(crate) fn plain_parent(&self, p: Id) -> Result<bool, IndexFault> {
+        let f = self.st().file;
+        let progress = read("progress", || {
+            Ok::<_, redb::StorageError>(self.progress.get((f, p.0))?.is_some())
+        })?;
+        Ok(!progress && self.st().segment_anchor != Some(p) && self.get(p)?.is_some())
+    }
+
     /// Live children of `parent` ([`Decoder::children_of`]), the number of its `children`
     /// entries checked against `counts`.
     fn children_of(&self, parent: Id) -> Result<Vec<(u32, MessageRow)>, IndexFault> {
