@@ -8,9 +8,10 @@
 //! - `lib/*`: [`Store::pending`] from the warm index, every line of the view read and
 //!   projected (what `chainlog resume --format jsonl` does, without the process);
 //! - `no_index/*`: the same answer from a full scan of the transcript (`--no-index`);
-//! - `after_append/*` (printed): `lib/*` right after a one-message append (the catch-up extends
-//!   the view, the resume reads it) against `lib/*` with the file unchanged, in interleaved
-//!   pairs on the same growing view, and their ratio;
+//! - `after_append/*` (printed): `lib/*` right after a one-message append (the stored view
+//!   extended in memory by the new line, nothing written) against `lib/*` with the file
+//!   unchanged since its catch-up, in interleaved pairs on the same growing view, and their
+//!   ratio;
 //! - `cmd/*`: `chainlog resume --format jsonl FILE > /dev/null`, a process per call;
 //! - `node/*`: `node benches/node-loader.mjs FILE` (a Claude-Code-style whole-file loader), when
 //!   `node` is installed.
@@ -164,6 +165,44 @@ fn run(cmd: &mut Command) {
     assert!(st.success());
 }
 
+/// Prints the medians of [`PAIRS`] interleaved pairs on the same growing view of `path` (leaf
+/// `leaf`): a resume right after a one-message append (the stored view extended in memory by
+/// the new line, nothing written), and one when the file is unchanged since its catch-up
+/// (which extended the stored view; the racy window past, checked once), and their ratio.
+fn after_append(store: &Store, path: &Path, mut leaf: String, label: &str) {
+    // Past the tails' numbers: new uuids, newer timestamps.
+    let mut next = 20_000;
+    let mut append_one = |path: &Path| {
+        leaf = append_turn(path, &leaf, next);
+        next += 1;
+    };
+    append_one(path);
+    let after = store.pending(path, &ResumeOptions::default()).unwrap();
+    assert!(
+        after.answer().materialised() && after.answer().tail_lines == 1,
+        "the resume after an append did not read the view and the new line in memory"
+    );
+    store.catch_up(path).unwrap();
+    let (mut after, mut unchanged) = (Vec::new(), Vec::new());
+    for _ in 0..PAIRS {
+        append_one(path);
+        let began = Instant::now();
+        black_box(resume(store, path, false));
+        after.push(began.elapsed());
+        store.catch_up(path).unwrap();
+        std::thread::sleep(RACY);
+        resume(store, path, false);
+        let began = Instant::now();
+        black_box(resume(store, path, false));
+        unchanged.push(began.elapsed());
+    }
+    let (after, unchanged) = (median(&mut after), median(&mut unchanged));
+    eprintln!(
+        "resume_view/after_append/{label}: {after:.2?} right after a one-message append vs {unchanged:.2?} unchanged (medians of {PAIRS} interleaved pairs): {:.2}x",
+        after.as_secs_f64() / unchanged.as_secs_f64()
+    );
+}
+
 fn benches(c: &mut Criterion) {
     let tmp = tempfile::tempdir().unwrap();
     let node = node_available();
@@ -219,43 +258,13 @@ fn benches(c: &mut Criterion) {
             g.bench_with_input(BenchmarkId::new("no_index", &label), &path, |b, path| {
                 b.iter(|| black_box(resume(&store, path, true)));
             });
-            let mut leaf = p
+            let leaf = p
                 .answer()
                 .resolution
                 .leaf
-                .map(|(id, _)| p.answer().names.name(id));
-            // Past the tails' numbers: new uuids, newer timestamps.
-            let mut next = 20_000;
-            let mut append_one = |path: &Path| {
-                leaf = Some(append_turn(path, leaf.as_deref().unwrap(), next));
-                next += 1;
-            };
-            append_one(&path);
-            let after = store.pending(&path, &ResumeOptions::default()).unwrap();
-            assert!(
-                after.answer().materialised(),
-                "the resume after an append was walked: the catch-up did not extend the view"
-            );
-            // Interleaved pairs on the same growing view: a resume right after a one-message
-            // append (the catch-up extends the view, the resume reads it), and one when the
-            // file is unchanged since its catch-up (the racy window past, checked once).
-            let (mut after, mut unchanged) = (Vec::new(), Vec::new());
-            for _ in 0..PAIRS {
-                append_one(&path);
-                let began = Instant::now();
-                black_box(resume(&store, &path, false));
-                after.push(began.elapsed());
-                std::thread::sleep(RACY);
-                resume(&store, &path, false);
-                let began = Instant::now();
-                black_box(resume(&store, &path, false));
-                unchanged.push(began.elapsed());
-            }
-            let (after, unchanged) = (median(&mut after), median(&mut unchanged));
-            eprintln!(
-                "resume_view/after_append/{label}: {after:.2?} right after a one-message append vs {unchanged:.2?} unchanged (medians of {PAIRS} interleaved pairs): {:.2}x",
-                after.as_secs_f64() / unchanged.as_secs_f64()
-            );
+                .map(|(id, _)| p.answer().names.name(id))
+                .unwrap();
+            after_append(&store, &path, leaf, &label);
             g.bench_function(BenchmarkId::new("cmd", &label), |b| {
                 b.iter(|| run(&mut cmd));
             });

@@ -402,3 +402,35 @@ fn catching_up_a_tree_at_once_matches_the_scan() {
         assert_same(&store, path, "caught up at once", false);
     }
 }
+
+/// Right after a compaction, the next message is written under the summary (the preserved
+/// segment's anchor) and re-pointed to the segment's tail by the projections (format.md §A5
+/// step 5): a resume reading that message in memory would chain it under the anchor instead.
+/// It is caught up first, and the answer is the full scan's.
+#[test]
+fn a_message_under_the_preserved_segments_anchor_is_caught_up_not_read_in_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::new(dir.path().join("index"));
+    let src =
+        std::fs::read_to_string(manifest().join("fixtures/a5/step5_preserved_live.jsonl")).unwrap();
+    let lines: Vec<&str> = src.lines().collect();
+    let path = dir.path().join("project/s.jsonl");
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    // Up to the summary (line 8, the anchor), then the message under it.
+    std::fs::write(&path, lines[..8].join("\n") + "\n").unwrap();
+    store
+        .conversation(&path, &chainlog::ResumeOptions::default())
+        .unwrap();
+    std::fs::write(&path, lines[..9].join("\n") + "\n").unwrap();
+    let resumed = store
+        .conversation(&path, &chainlog::ResumeOptions::default())
+        .unwrap();
+    let t = Transcript::open(&path).unwrap();
+    let opts = ResolveOptions {
+        leaf: None,
+        view: View::Resume,
+        list_leaves: false,
+    };
+    assert_eq!(resumed.answer().resolution, resolve(&t, opts).unwrap());
+    assert_eq!(resumed.answer().tail_lines, 0, "read in memory");
+}

@@ -50,6 +50,8 @@ mod resume;
 #[cfg(feature = "search")]
 pub mod search;
 mod store;
+#[cfg(test)]
+mod testing;
 mod transcript;
 pub mod writer;
 

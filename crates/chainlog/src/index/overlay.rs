@@ -20,10 +20,11 @@
 //!
 //! The overlay answers only what it can prove from the new rows. Leaf facts change only for
 //! the first user/assistant at or above a new row's parent (the argument of
-//! `super::incremental`): such a turn is still a leaf when it was one (or is new) and only
-//! non-turn rows were appended below it; otherwise the overlay does not know ([`Graph::is_leaf`]
-//! may answer `false` for "unknown"), and the list of every leaf is refused: an extension that
-//! needs it gives up. Nothing is written: the next catch-up (`chainlog index`, a writer, a
+//! `super::incremental`): such a turn is no leaf when a new turn is its child, and still a leaf
+//! when it was one (or is new) and only non-turn rows were appended below it; otherwise (a new
+//! turn below a non-turn row under it, or an old non-leaf) the overlay does not know:
+//! [`Graph::is_leaf`] answers `false` ("unknown" is allowed there), and the list of every leaf
+//! is refused, so an extension that needs it gives up. Nothing is written: the next catch-up (`chainlog index`, a writer, a
 //! resume past the limits) stores the rows. Whatever is declined is caught up as before.
 
 use std::borrow::Cow;
@@ -139,8 +140,19 @@ struct Overlay<'a> {
     base: usize,
     tail: &'a Tail,
     /// The turns whose leaf facts the append can change (the first user/assistant at or above
-    /// a new row's parent), each with whether only non-turn rows were appended below it.
-    zones: HashMap<usize, bool>,
+    /// a new row's parent), each with what was appended below it.
+    zones: HashMap<usize, Below>,
+}
+
+/// What an append put below a turn (the rows whose first user/assistant above is that turn).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Below {
+    /// Only non-turn rows: a terminal is below the turn now, and no new turn child.
+    Others,
+    /// A turn, under a non-turn row: whether a terminal is left below the turn is not known.
+    TurnUnderOther,
+    /// A turn child: the turn is no leaf (format.md §A5 step 7).
+    TurnChild,
 }
 
 impl<'a> Overlay<'a> {
@@ -151,7 +163,7 @@ impl<'a> Overlay<'a> {
             tail,
             zones: HashMap::new(),
         };
-        let mut zones = HashMap::new();
+        let mut zones: HashMap<usize, Below> = HashMap::new();
         for row in &tail.rows {
             let Some(p) = row.head.parent else { continue };
             let Some(mut cur) = g.get(p)? else {
@@ -162,8 +174,13 @@ impl<'a> Overlay<'a> {
                     return Err(Unsure::Unknown);
                 }
                 if g.head(cur)?.kind.is_turn() {
-                    let only_others = zones.entry(cur).or_insert(true);
-                    *only_others &= !row.head.kind.is_turn();
+                    let below = match (row.head.kind.is_turn(), step) {
+                        (false, _) => Below::Others,
+                        (true, 0) => Below::TurnChild,
+                        (true, _) => Below::TurnUnderOther,
+                    };
+                    let z = zones.entry(cur).or_insert(below);
+                    *z = (*z).max(below);
                     break;
                 }
                 match g.parent_of(cur)? {
@@ -179,8 +196,30 @@ impl<'a> Overlay<'a> {
         Ok(g)
     }
 
+    /// Whether row `i` is a leaf now; `None`: not known from the appended rows.
+    fn leaf_now(&self, i: usize) -> Result<Option<bool>, Unsure> {
+        let new = self.new_row(i);
+        if new.is_some_and(|r| !r.head.kind.is_turn()) {
+            return Ok(Some(false));
+        }
+        Ok(match (new.is_some(), self.zones.get(&i)) {
+            (_, Some(Below::TurnChild)) => Some(false),
+            (_, Some(Below::TurnUnderOther)) => None,
+            // A new turn: a terminal itself, or with only non-turn rows below it.
+            (true, None | Some(Below::Others)) => Some(true),
+            (false, None) => Some(self.inner.is_leaf(i)?),
+            // Still a leaf if it was one; one that was not may have had no terminal below it.
+            (false, Some(Below::Others)) => self.inner.is_leaf(i)?.then_some(true),
+        })
+    }
+
     fn new_row(&self, i: usize) -> Option<&MessageRow> {
         i.checked_sub(self.base).and_then(|k| self.tail.rows.get(k))
+    }
+
+    /// One past the last new row's map position.
+    fn live_end(&self) -> usize {
+        self.base + self.tail.rows.len()
     }
 
     /// New rows whose parent is `parent` and that pass `keep`, as map positions.
@@ -230,7 +269,24 @@ impl Graph for Overlay<'_> {
     }
 
     fn leaves(&self) -> Result<Vec<usize>, Unsure> {
-        Err(Unsure::Unknown)
+        // Only the turns in `zones` and the new rows can have changed.
+        for &t in self.zones.keys() {
+            if self.leaf_now(t)?.is_none() {
+                return Err(Unsure::Unknown);
+            }
+        }
+        let mut out = Vec::new();
+        for i in self
+            .inner
+            .leaves()?
+            .into_iter()
+            .chain(self.base..self.live_end())
+        {
+            if self.leaf_now(i)? == Some(true) {
+                out.push(i);
+            }
+        }
+        Ok(out)
     }
 
     fn zeroed(&self, id: Id) -> Result<bool, Unsure> {
@@ -266,11 +322,7 @@ impl Graph for Overlay<'_> {
     }
 
     fn is_leaf(&self, i: usize) -> Result<bool, Unsure> {
-        let before = match self.new_row(i) {
-            Some(r) => r.head.kind.is_turn(),
-            None => self.inner.is_leaf(i)?,
-        };
-        Ok(before && self.zones.get(&i).copied().unwrap_or(true))
+        Ok(self.leaf_now(i)? == Some(true))
     }
 
     fn all_sidechain(&self) -> bool {
@@ -338,8 +390,15 @@ pub(crate) fn answer(
     let names = IndexGraph::names(txn, st).ok()?;
     let appended: Range<usize> = base..base + tail.rows.len();
     let len = stored.resolution.chain.len();
-    let (ext, ending) =
-        extension::extend_stored(&g, transcript, &names, &stored, len, st.checkpoint, appended)?;
+    let (ext, ending) = extension::extend_stored(
+        &g,
+        transcript,
+        &names,
+        &stored,
+        len,
+        st.checkpoint,
+        appended,
+    )?;
     let mut chain = stored.resolution.chain;
     chain.truncate(ext.kept);
     chain.extend(ext.resolution.chain);
@@ -348,4 +407,126 @@ pub(crate) fn answer(
         ..ext.resolution
     };
     Some((resolution, ending, names, tail.summary))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::chain::{Projection, Transcript, Tree};
+    use crate::index::schema;
+    use redb::ReadableDatabase;
+    use std::io::Write;
+
+    fn line(n: u64, parent: Option<u64>, ty: &str) -> String {
+        let id = |n: u64| format!("00000000-0000-4000-8000-{n:012x}");
+        let parent = parent.map_or("null".to_owned(), |p| format!("\"{}\"", id(p)));
+        format!(
+            r#"{{"parentUuid":{parent},"type":"{ty}","message":{{"role":"{ty}","content":"x"}},"uuid":"{}","sessionId":"s","timestamp":"2026-01-01T00:00:0{n}.000Z"}}"#,
+            id(n)
+        ) + "\n"
+    }
+
+    /// A turn appended under one of two system lines below an assistant leaves the assistant a
+    /// leaf (the other line is still a terminal below it): the overlay cannot tell from the
+    /// new rows, so it refuses the leaf list rather than give one without the assistant.
+    #[test]
+    fn a_turn_below_a_non_turn_leaves_the_leaf_list_unknown() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.jsonl");
+        let old = [
+            line(1, None, "user"),
+            line(2, Some(1), "assistant"),
+            line(3, Some(2), "system"),
+            line(4, Some(2), "system"),
+        ]
+        .concat();
+        std::fs::write(&path, &old).unwrap();
+        let db = redb::Database::create(dir.path().join("i.redb")).unwrap();
+        let txn = db.begin_write().unwrap();
+        schema::create_all(&txn).unwrap();
+        let (_, st) = ingest::catch_up(&txn, "t", &path).unwrap();
+        txn.commit().unwrap();
+        let all = old + &line(5, Some(3), "user");
+        std::fs::write(&path, &all).unwrap();
+        let tail = read_tail(&File::open(&path).unwrap(), &st, all.len() as u64).unwrap();
+        let r = db.begin_read().unwrap();
+        let inner = IndexGraph::new(&r, st.clone()).unwrap();
+        let g = Overlay::new(&inner, st.rows as usize, &tail).unwrap();
+        let t = Transcript::open(&path).unwrap();
+        let tree = Tree::from_rows(&t.rows, &t.progress, Projection::Resume);
+        assert_eq!(tree.leaves, vec![1, 4], "the assistant and the new user");
+        assert!(g.is_leaf(4).unwrap());
+        assert!(g.leaves().is_err(), "{:?}", g.leaves());
+    }
+
+    /// On every fixture, indexed up to each line and then given the next one to three lines in
+    /// memory, the overlay's leaf facts are the full scan's: a row it calls a leaf is one, and
+    /// the list of leaves, when it gives one, is the scan's.
+    #[test]
+    fn the_overlays_leaf_facts_are_the_scans() {
+        let (mut listed, mut refused, mut leaves_proven) = (0, 0, 0);
+        for src in crate::testing::fixture_files() {
+            let text = std::fs::read(&src).unwrap();
+            let ends: Vec<usize> = (0..text.len())
+                .filter(|&i| text[i] == b'\n')
+                .map(|i| i + 1)
+                .collect();
+            for k in 0..ends.len() {
+                let dir = tempfile::tempdir().unwrap();
+                let path = dir.path().join("t.jsonl");
+                std::fs::write(&path, &text[..ends[k]]).unwrap();
+                let db = redb::Database::create(dir.path().join("i.redb")).unwrap();
+                let txn = db.begin_write().unwrap();
+                schema::create_all(&txn).unwrap();
+                let (_, st) = ingest::catch_up(&txn, "t", &path).unwrap();
+                txn.commit().unwrap();
+                let mut f = std::fs::OpenOptions::new()
+                    .append(true)
+                    .open(&path)
+                    .unwrap();
+                for j in k + 1..ends.len().min(k + 4) {
+                    f.write_all(&text[ends[j - 1]..ends[j]]).unwrap();
+                    let file = File::open(&path).unwrap();
+                    let Some(tail) = read_tail(&file, &st, ends[j] as u64) else {
+                        break;
+                    };
+                    let read = db.begin_read().unwrap();
+                    let inner = IndexGraph::new(&read, st.clone()).unwrap();
+                    let plain = tail.rows.iter().all(|row| {
+                        !inner.seen(row.head.uuid).unwrap()
+                            && row.head.parent.is_none_or(|p| {
+                                tail.at.contains_key(&p) || inner.plain_parent(p).unwrap()
+                            })
+                    });
+                    if !plain {
+                        break;
+                    }
+                    let Ok(g) = Overlay::new(&inner, st.rows as usize, &tail) else {
+                        continue;
+                    };
+                    let t = Transcript::open(&path).unwrap();
+                    let tree = Tree::from_rows(&t.rows, &t.progress, Projection::Resume);
+                    let ctx = format!("{} after {} lines, +{}", src.display(), k + 1, j - k);
+                    for i in 0..t.rows.len() {
+                        if g.is_leaf(i).unwrap() {
+                            leaves_proven += 1;
+                            assert!(tree.leaves.contains(&i), "{ctx}: row {i} is no leaf");
+                        }
+                    }
+                    match g.leaves() {
+                        Ok(l) => {
+                            listed += 1;
+                            assert_eq!(l, tree.leaves, "{ctx}");
+                        }
+                        Err(_) => refused += 1,
+                    }
+                }
+            }
+        }
+        eprintln!("leaf lists given: {listed}, refused: {refused}; leaves proven: {leaves_proven}");
+        assert!(
+            listed > 5 * refused && leaves_proven > 100,
+            "{listed} / {refused}"
+        );
+    }
 }

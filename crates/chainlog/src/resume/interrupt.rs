@@ -144,7 +144,6 @@ mod tests {
     use crate::transcript::envelope::Kind;
     use crate::transcript::frame::LinePos;
     use crate::transcript::id::Id;
-    use std::path::{Path, PathBuf};
 
     fn entry(json: &str) -> ViewEntry {
         ViewEntry {
@@ -241,28 +240,12 @@ mod tests {
         );
     }
 
-    fn jsonl_files(dir: &Path, out: &mut Vec<PathBuf>) {
-        for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                jsonl_files(&p, out);
-            } else if p.extension().is_some_and(|x| x == "jsonl") {
-                out.push(p);
-            }
-        }
-    }
-
     /// On every fixture and real transcript, the ending of the resume view extended from any
     /// prefix of it, reading back to any of the prefix's last assistant lines, is either
     /// declined or the ending of the whole view.
     #[test]
     fn an_extended_ending_is_the_whole_views_or_none() {
-        let mut files = Vec::new();
-        jsonl_files(
-            &Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures"),
-            &mut files,
-        );
-        assert!(files.len() > 20, "fixtures missing");
+        let files = crate::testing::fixture_files();
         let (mut decided, mut declined) = (0, 0);
         for path in files {
             let t = Transcript::open(&path).unwrap();
