@@ -21,6 +21,7 @@
 //! | [`sidechains`] | the sidechain rows of one file (inline sub-agents) |
 //! | [`view`] | the materialised resume view: a default resume as one range read |
 //! | [`extension`] | the view kept current after a plain append, from the new lines |
+//! | [`overlay`] | a resume right after a plain append, answered without writing |
 //! | [`verify`] | compare index answers with a full scan |
 
 pub mod codec;
