@@ -123,7 +123,7 @@ pub struct Answer {
     /// The index state a walked answer of the index was computed for (to materialise it).
     pub(crate) state: Option<FileState>,
     /// Lines appended since the index was last caught up, read in memory for this answer
-    /// (the index was neither caught up nor written, [`overlay`]); 0 when the index covered
+    /// (the index was neither caught up nor written); 0 when the index covered
     /// the transcript.
     pub tail_lines: u64,
 }
