@@ -434,3 +434,50 @@ fn a_message_under_the_preserved_segments_anchor_is_caught_up_not_read_in_memory
     assert_eq!(resumed.answer().resolution, resolve(&t, opts).unwrap());
     assert_eq!(resumed.answer().tail_lines, 0, "read in memory");
 }
+
+/// `chainlog index` materialises every session's resume view: the next resume of each reads
+/// it (no walk), writes nothing to the sidecar, and equals the full scan.
+#[test]
+fn after_index_every_resume_reads_its_view_and_writes_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let copies = util::copy_real_sessions(tmp.path());
+    let index = tmp.path().join("index");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_chainlog"))
+        .arg("index")
+        .arg("--claude-dir")
+        .arg(tmp.path())
+        .arg("--index-dir")
+        .arg(&index)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let store = Store::new(&index);
+    let opts = ResolveOptions {
+        leaf: None,
+        view: View::Resume,
+        list_leaves: false,
+    };
+    for path in &copies {
+        let sidecar = store.db_path(path);
+        let before = std::fs::read(&sidecar).unwrap();
+        let got = store.resolve_indexed(path, opts).unwrap().unwrap();
+        assert!(got.materialised(), "{} was walked", path.display());
+        assert_eq!(
+            std::fs::read(&sidecar).unwrap(),
+            before,
+            "resuming {} wrote the sidecar",
+            path.display()
+        );
+        let t = Transcript::open(path).unwrap();
+        assert_eq!(
+            got.resolution,
+            resolve(&t, opts).unwrap(),
+            "{}",
+            path.display()
+        );
+    }
+}

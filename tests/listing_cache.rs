@@ -4,7 +4,7 @@
 mod util;
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use chainlog::discovery::{list_sessions, scan_session_facts};
 use chainlog::sidecar::FactsCache;
@@ -14,49 +14,11 @@ fn real_dir() -> PathBuf {
     util::real_corpus()
 }
 
-fn sessions(dir: &Path, out: &mut Vec<PathBuf>) {
-    for e in std::fs::read_dir(dir).unwrap().flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            sessions(&p, out);
-        } else if p.extension().is_some_and(|x| x == "jsonl")
-            && p.file_stem().is_some_and(|s| s.len() == 36)
-        {
-            out.push(p);
-        }
-    }
-}
-
-/// Copies the real sessions into `<tmp>/projects/-p0..2`, aged.
-fn copy_real(tmp: &Path) -> Vec<PathBuf> {
-    let mut files = Vec::new();
-    sessions(&real_dir(), &mut files);
-    assert!(
-        files.len() >= 10,
-        "real transcripts missing under {}",
-        real_dir().display()
-    );
-    let mut copies = Vec::new();
-    for (i, f) in files.iter().enumerate() {
-        let to = tmp.join(format!(
-            "projects/-p{}/{}",
-            i % 3,
-            f.file_name().unwrap().to_string_lossy()
-        ));
-        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
-        std::fs::copy(f, &to).unwrap();
-        // Written an hour ago: a file modified just before it was read is re-read (racy mtime).
-        util::age(&to);
-        copies.push(to);
-    }
-    copies
-}
-
 #[test]
 fn second_listing_reads_no_transcript_and_answers_the_same() {
     let tmp = tempfile::tempdir().unwrap();
     // Copy the real sessions so one can be appended to.
-    let copies = copy_real(tmp.path());
+    let copies = util::copy_real_sessions(tmp.path());
     let store = Store::new(tmp.path().join("index"));
 
     let mut cache = FactsCache::new(&store);
@@ -99,7 +61,7 @@ fn second_listing_reads_no_transcript_and_answers_the_same() {
 #[test]
 fn listing_after_index_reads_no_transcript() {
     let tmp = tempfile::tempdir().unwrap();
-    let copies = copy_real(tmp.path());
+    let copies = util::copy_real_sessions(tmp.path());
     let index = tmp.path().join("index");
     let run = |args: &[&str]| {
         let out = std::process::Command::new(env!("CARGO_BIN_EXE_chainlog"))

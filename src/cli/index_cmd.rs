@@ -159,11 +159,13 @@ pub fn run(cli: &Cli, a: &PathsArgs, verb: Verb, out: &mut impl Write) -> CliRes
     if let Some(b) = bar {
         b.finish_and_clear();
     }
-    // The listing table too: the first `ls` after `index` reads no transcript.
-    if verb != Verb::Verify
-        && let Err(e) = store.prepare_listing(&files)
-    {
-        eprintln!("chainlog: listing: {e}");
+    // The listing table too: the first `ls` after `index` reads no transcript. And the resume
+    // views: the next resume of a session reads its view and writes nothing.
+    if verb != Verb::Verify {
+        if let Err(e) = store.prepare_listing(&files) {
+            eprintln!("chainlog: listing: {e}");
+        }
+        store.prepare_views(&files);
     }
     if !cli.json {
         let what = match verb {

@@ -143,3 +143,42 @@ pub fn age(path: &Path) {
         .set_modified(hour_ago)
         .unwrap();
 }
+
+fn real_sessions(dir: &Path, out: &mut Vec<PathBuf>) {
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            real_sessions(&p, out);
+        } else if p.extension().is_some_and(|x| x == "jsonl")
+            && p.file_stem().is_some_and(|s| s.len() == 36)
+        {
+            out.push(p);
+        }
+    }
+}
+
+/// Copies the real sessions into `<tmp>/projects/-p0..2` (a claude dir), aged; returns the
+/// copies.
+pub fn copy_real_sessions(tmp: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    real_sessions(&real_corpus(), &mut files);
+    assert!(
+        files.len() >= 10,
+        "real transcripts missing under {}",
+        real_corpus().display()
+    );
+    let mut copies = Vec::new();
+    for (i, f) in files.iter().enumerate() {
+        let to = tmp.join(format!(
+            "projects/-p{}/{}",
+            i % 3,
+            f.file_name().unwrap().to_string_lossy()
+        ));
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::copy(f, &to).unwrap();
+        // Written an hour ago: a file modified just before it was read is re-read (racy mtime).
+        age(&to);
+        copies.push(to);
+    }
+    copies
+}

@@ -131,6 +131,40 @@ impl Store {
         Ok(rows)
     }
 
+    /// Materialises the default resume view of the session files among `paths` whose index
+    /// holds none for the state it has indexed (`chainlog index` does after its catch-ups): the
+    /// walk a first resume would make, and the read of the view's lines that tells how it
+    /// ends, done once here, so the next resume of each is one range read and writes nothing
+    /// (and a resume right after an append extends it in memory). Best effort: a session that
+    /// fails is left to its first resume. Returns how many views were stored.
+    pub fn prepare_views(&self, paths: &[PathBuf]) -> usize {
+        let mut stored = 0;
+        for p in paths {
+            if catalog::discover::session_id_of(p).is_none()
+                || self.is_busy(&self.db_path(p))
+                || self.view_stored(p)
+            {
+                continue;
+            }
+            // Walked from the index (an answer read from a view carries no state to store).
+            let Ok(Some(ans)) = self.resolve_indexed(p, crate::index::view::OPTIONS) else {
+                continue;
+            };
+            if ans.state.is_none() {
+                continue;
+            }
+            let Ok(lines) = crate::resume::body::read_view(p, &ans.resolution.chain, &ans.names)
+            else {
+                continue;
+            };
+            let ending = crate::resume::interrupt::Ending::of(&lines);
+            if self.store_view(p, &ans, &ending).is_ok() && self.view_stored(p) {
+                stored += 1;
+            }
+        }
+        stored
+    }
+
     /// What `arg` names: a session id (or a unique prefix of at least 4 characters), a
     /// transcript path, an agent id, or a session title (exact, then a unique substring).
     /// Ids and titles are looked up in `project` first (a working directory, a project

@@ -534,6 +534,24 @@ impl Store {
         Ok(ans.filter(Answer::materialised))
     }
 
+    /// Whether the index holds the materialised resume view of `transcript` for the state it
+    /// has indexed (a read-only look at the view's head; `false` when it cannot tell).
+    pub(crate) fn view_stored(&self, transcript: &Path) -> bool {
+        let Some(ro) = open::open_read_only(&self.db_path(transcript)) else {
+            return false;
+        };
+        let Some(st) = read_state(&ro, &Self::key(transcript)) else {
+            return false;
+        };
+        open::isolate(|| {
+            let txn = ro.begin_read().ok()?;
+            let t = guard::read("view", || txn.open_table(schema::VIEW)).ok()?;
+            view::stored_for(&t, &st).ok()
+        })
+        .flatten()
+        .unwrap_or(false)
+    }
+
     /// Resolves the chain of `transcript`, from the index when it can be used.
     pub fn resolve(&self, transcript: &Path, opts: ResolveOptions) -> Result<Answer> {
         match self.resolve_indexed(transcript, opts) {

@@ -295,6 +295,15 @@ pub fn load(
     Ok(load_if(t, st.file, |s| *s == now, None)?.map(|(_, stored, _)| stored))
 }
 
+/// Whether a view is stored for `st` (only its head is read).
+pub fn stored_for(
+    t: &impl ReadableTable<(u32, u32), &'static [u8]>,
+    st: &FileState,
+) -> Result<bool, IndexFault> {
+    let now = Stamp::of(st);
+    Ok(load_if(t, st.file, |s| *s == now, Some(0))?.is_some())
+}
+
 /// The view stored for an earlier state of the file `st` describes, if one is (same file:
 /// device and inode; fewer bytes indexed), with only its last `last` links read.
 pub(crate) fn load_older(
