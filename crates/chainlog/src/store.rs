@@ -136,14 +136,16 @@ impl Store {
     /// walk a first resume would make, and the read of the view's lines that tells how it
     /// ends, done once here, so the next resume of each is one range read and writes nothing
     /// (and a resume right after an append extends it in memory). Best effort: a session that
-    /// fails is left to its first resume. Returns how many views were stored.
+    /// fails is left to its first resume. Returns how many sessions were walked to store theirs.
     pub fn prepare_views(&self, paths: &[PathBuf]) -> usize {
+        let sessions: Vec<PathBuf> = paths
+            .iter()
+            .filter(|p| catalog::discover::session_id_of(p).is_some())
+            .cloned()
+            .collect();
         let mut stored = 0;
-        for p in paths {
-            if catalog::discover::session_id_of(p).is_none()
-                || self.is_busy(&self.db_path(p))
-                || self.view_stored(p)
-            {
+        for p in &self.without_view(&sessions) {
+            if self.is_busy(&self.db_path(p)) {
                 continue;
             }
             // Walked from the index (an answer read from a view carries no state to store).
@@ -158,7 +160,7 @@ impl Store {
                 continue;
             };
             let ending = crate::resume::interrupt::Ending::of(&lines);
-            if self.store_view(p, &ans, &ending).is_ok() && self.view_stored(p) {
+            if self.store_view(p, &ans, &ending).is_ok() {
                 stored += 1;
             }
         }

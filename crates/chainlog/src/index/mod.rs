@@ -534,22 +534,52 @@ impl Store {
         Ok(ans.filter(Answer::materialised))
     }
 
-    /// Whether the index holds the materialised resume view of `transcript` for the state it
-    /// has indexed (a read-only look at the view's head; `false` when it cannot tell).
-    pub(crate) fn view_stored(&self, transcript: &Path) -> bool {
-        let Some(ro) = open::open_read_only(&self.db_path(transcript)) else {
-            return false;
-        };
-        let Some(st) = read_state(&ro, &Self::key(transcript)) else {
-            return false;
-        };
-        open::isolate(|| {
-            let txn = ro.begin_read().ok()?;
-            let t = guard::read("view", || txn.open_table(schema::VIEW)).ok()?;
-            view::stored_for(&t, &st).ok()
-        })
-        .flatten()
-        .unwrap_or(false)
+    /// The transcripts among `paths` whose index holds no materialised resume view for the
+    /// state it has indexed, in order: one read-only open and one read transaction per
+    /// sidecar, a look at each view's head. A sidecar that cannot be read answers "none".
+    pub(crate) fn without_view(&self, paths: &[PathBuf]) -> Vec<PathBuf> {
+        let mut groups: Vec<(PathBuf, Vec<&PathBuf>)> = Vec::new();
+        for p in paths {
+            let db = self.db_path(p);
+            match groups.iter_mut().find(|(d, _)| *d == db) {
+                Some((_, g)) => g.push(p),
+                None => groups.push((db, vec![p])),
+            }
+        }
+        let mut out = Vec::new();
+        for (db_path, group) in groups {
+            let stored: Vec<bool> = open::open_read_only(&db_path)
+                .and_then(|ro| {
+                    open::isolate(|| {
+                        let txn = ro.begin_read().ok()?;
+                        let files = guard::read("files", || txn.open_table(FILES)).ok()?;
+                        let views = guard::read("view", || txn.open_table(schema::VIEW)).ok()?;
+                        Some(
+                            group
+                                .iter()
+                                .map(|p| {
+                                    ingest::file_state(&files, &Self::key(p))
+                                        .ok()
+                                        .flatten()
+                                        .is_some_and(|st| {
+                                            view::stored_for(&views, &st).unwrap_or(false)
+                                        })
+                                })
+                                .collect(),
+                        )
+                    })
+                    .flatten()
+                })
+                .unwrap_or_default();
+            out.extend(
+                group
+                    .into_iter()
+                    .enumerate()
+                    .filter(|(i, _)| !stored.get(*i).copied().unwrap_or(false))
+                    .map(|(_, p)| p.clone()),
+            );
+        }
+        out
     }
 
     /// Resolves the chain of `transcript`, from the index when it can be used.
