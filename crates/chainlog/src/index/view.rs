@@ -351,21 +351,27 @@ fn load_if(
             .saturating_sub(u32::try_from(k).unwrap_or(u32::MAX))
             + 1
     });
-    // One range scan with its iteration and values under the guard (redb code only).
+    // One range scan with its iteration and values under the guard; each record is decoded
+    // where redb holds it (no copy per record).
     let records = read("view", || {
         t.range((f, first)..=(f, u32::MAX))?
-            .map(|item| item.map(|(k, v)| (k.value().1, v.value().to_vec())))
+            .map(|item| {
+                item.map(|(k, v)| {
+                    let n = k.value().1;
+                    (
+                        n,
+                        untag(&key_of(f, u64::from(n)), v.value()).and_then(decode_link),
+                    )
+                })
+            })
             .collect::<Result<Vec<_>, redb::StorageError>>()
     })?;
     let mut chain = Vec::with_capacity(records.len());
-    for (n, v) in records {
+    for (n, link) in records {
         if n as usize != first as usize + chain.len() {
             return Err(damaged(format!("record {n} out of order")));
         }
-        let link = untag(&key_of(f, u64::from(n)), &v)
-            .and_then(decode_link)
-            .ok_or_else(|| damaged(format!("record {n} fails its checksum")))?;
-        chain.push(link);
+        chain.push(link.ok_or_else(|| damaged(format!("record {n} fails its checksum")))?);
     }
     if first as usize + chain.len() != head.len as usize + 1 {
         return Err(damaged(format!(

@@ -63,6 +63,8 @@ pub struct Lines<'a> {
     names: &'a IdNames,
     next: usize,
     ready: VecDeque<ViewEntry>,
+    /// The last batch's bytes, kept for the next batch (no fresh pages per batch).
+    buf: Vec<u8>,
 }
 
 impl<'a> Lines<'a> {
@@ -75,6 +77,7 @@ impl<'a> Lines<'a> {
             names,
             next: 0,
             ready: VecDeque::new(),
+            buf: Vec::new(),
         })
     }
 
@@ -104,9 +107,10 @@ impl<'a> Lines<'a> {
         let len = usize::try_from(total).map_err(|_| Error::Changed {
             path: self.path.into(),
         })?;
-        let mut buf = vec![0; len];
+        let mut buf = std::mem::take(&mut self.buf);
+        buf.resize(len, 0);
         self.file
-            .read_exact_at(&mut buf, first.offset)
+            .read_exact_at(&mut buf[..len], first.offset)
             .map_err(|e| read_error(&e, self.path, first))?;
         let mut at = 0;
         for link in &self.links[start..end] {
@@ -117,6 +121,7 @@ impl<'a> Lines<'a> {
             let e = entry(raw[keep].to_vec(), link, self.names, self.path)?;
             self.ready.push_back(e);
         }
+        self.buf = buf;
         Ok(())
     }
 }
@@ -181,7 +186,8 @@ fn as_written(raw: &[u8], link: &Link, names: &IdNames) -> bool {
     {
         return false;
     }
-    let mut want = names.name(link.uuid).into_bytes();
+    let mut want = Vec::with_capacity(40);
+    names.write_name(link.uuid, &mut want);
     want.push(b'"');
     if !names_at(raw, &UUID_KEY, &want) {
         return false;
@@ -190,7 +196,7 @@ fn as_written(raw: &[u8], link: &Link, names: &IdNames) -> bool {
     match link.written_parent {
         Some(p) => {
             want.push(b'"');
-            want.extend_from_slice(names.name(p).as_bytes());
+            names.write_name(p, &mut want);
             want.push(b'"');
         }
         None => want.extend_from_slice(b"null"),

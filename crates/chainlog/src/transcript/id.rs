@@ -81,10 +81,26 @@ impl IdNames {
 
     /// The text of `id` as the transcript wrote it.
     pub fn name(&self, id: Id) -> String {
-        self.0.get(&id).map_or_else(
-            || uuid::Uuid::from_bytes(id.0).hyphenated().to_string(),
-            std::string::ToString::to_string,
-        )
+        let mut out = Vec::with_capacity(36);
+        self.write_name(id, &mut out);
+        String::from_utf8(out).expect("names are text")
+    }
+
+    /// Appends the text of `id` as the transcript wrote it to `out` (no allocation for a
+    /// UUID: what a resume does for every line it hands over).
+    pub fn write_name(&self, id: Id, out: &mut Vec<u8>) {
+        match self.0.get(&id) {
+            Some(text) => out.extend_from_slice(text.as_bytes()),
+            None => {
+                let mut buf = [0u8; uuid::fmt::Hyphenated::LENGTH];
+                out.extend_from_slice(
+                    uuid::Uuid::from_bytes(id.0)
+                        .hyphenated()
+                        .encode_lower(&mut buf)
+                        .as_bytes(),
+                );
+            }
+        }
     }
 
     /// Non-canonical names, for storing beside an index.
