@@ -325,6 +325,37 @@ pub(crate) fn load_older(
     )
 }
 
+/// The link records of file `f` from record `first` on, in order: one range scan with its
+/// iteration and values under the guard, each record decoded where redb holds it (no copy).
+fn load_links(
+    t: &impl ReadableTable<(u32, u32), &'static [u8]>,
+    f: u32,
+    first: u32,
+) -> Result<Vec<Link>, IndexFault> {
+    let damaged = |what: String| IndexFault::damaged("view", what);
+    let records = read("view", || {
+        t.range((f, first)..=(f, u32::MAX))?
+            .map(|item| {
+                item.map(|(k, v)| {
+                    let n = k.value().1;
+                    (
+                        n,
+                        untag(&key_of(f, u64::from(n)), v.value()).and_then(decode_link),
+                    )
+                })
+            })
+            .collect::<Result<Vec<_>, redb::StorageError>>()
+    })?;
+    let mut chain = Vec::with_capacity(records.len());
+    for (n, link) in records {
+        if n as usize != first as usize + chain.len() {
+            return Err(damaged(format!("record {n} out of order")));
+        }
+        chain.push(link.ok_or_else(|| damaged(format!("record {n} fails its checksum")))?);
+    }
+    Ok(chain)
+}
+
 /// The stored view of file `f` when its stamp passes `accept`, with its link count; with
 /// `last`, only that many of its last links are read.
 fn load_if(
@@ -351,28 +382,7 @@ fn load_if(
             .saturating_sub(u32::try_from(k).unwrap_or(u32::MAX))
             + 1
     });
-    // One range scan with its iteration and values under the guard; each record is decoded
-    // where redb holds it (no copy per record).
-    let records = read("view", || {
-        t.range((f, first)..=(f, u32::MAX))?
-            .map(|item| {
-                item.map(|(k, v)| {
-                    let n = k.value().1;
-                    (
-                        n,
-                        untag(&key_of(f, u64::from(n)), v.value()).and_then(decode_link),
-                    )
-                })
-            })
-            .collect::<Result<Vec<_>, redb::StorageError>>()
-    })?;
-    let mut chain = Vec::with_capacity(records.len());
-    for (n, link) in records {
-        if n as usize != first as usize + chain.len() {
-            return Err(damaged(format!("record {n} out of order")));
-        }
-        chain.push(link.ok_or_else(|| damaged(format!("record {n} fails its checksum")))?);
-    }
+    let chain = load_links(t, f, first)?;
     if first as usize + chain.len() != head.len as usize + 1 {
         return Err(damaged(format!(
             "{} records from {first} stored, {} expected",

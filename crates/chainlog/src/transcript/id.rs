@@ -89,17 +89,16 @@ impl IdNames {
     /// Appends the text of `id` as the transcript wrote it to `out` (no allocation for a
     /// UUID: what a resume does for every line it hands over).
     pub fn write_name(&self, id: Id, out: &mut Vec<u8>) {
-        match self.0.get(&id) {
-            Some(text) => out.extend_from_slice(text.as_bytes()),
-            None => {
-                let mut buf = [0u8; uuid::fmt::Hyphenated::LENGTH];
-                out.extend_from_slice(
-                    uuid::Uuid::from_bytes(id.0)
-                        .hyphenated()
-                        .encode_lower(&mut buf)
-                        .as_bytes(),
-                );
-            }
+        if let Some(text) = self.0.get(&id) {
+            out.extend_from_slice(text.as_bytes());
+        } else {
+            let mut buf = [0u8; uuid::fmt::Hyphenated::LENGTH];
+            out.extend_from_slice(
+                uuid::Uuid::from_bytes(id.0)
+                    .hyphenated()
+                    .encode_lower(&mut buf)
+                    .as_bytes(),
+            );
         }
     }
 
