@@ -24,3 +24,14 @@ pub fn fixture_files() -> Vec<PathBuf> {
     files.sort();
     files
 }
+
+/// A message line (no newline): uuid and parent `00000000-0000-4000-8000-<n as 12 hex>`,
+/// type and role `ty`, `n` seconds after 2026-01-01 (n < 10).
+pub fn line(n: u64, parent: Option<u64>, ty: &str) -> String {
+    let id = |n: u64| format!("00000000-0000-4000-8000-{n:012x}");
+    let parent = parent.map_or("null".to_owned(), |p| format!("\"{}\"", id(p)));
+    format!(
+        r#"{{"parentUuid":{parent},"type":"{ty}","message":{{"role":"{ty}","content":"x"}},"uuid":"{}","sessionId":"s","timestamp":"2026-01-01T00:00:0{n}.000Z"}}"#,
+        id(n)
+    )
+}

@@ -418,12 +418,7 @@ mod tests {
     use std::io::Write;
 
     fn line(n: u64, parent: Option<u64>, ty: &str) -> String {
-        let id = |n: u64| format!("00000000-0000-4000-8000-{n:012x}");
-        let parent = parent.map_or("null".to_owned(), |p| format!("\"{}\"", id(p)));
-        format!(
-            r#"{{"parentUuid":{parent},"type":"{ty}","message":{{"role":"{ty}","content":"x"}},"uuid":"{}","sessionId":"s","timestamp":"2026-01-01T00:00:0{n}.000Z"}}"#,
-            id(n)
-        ) + "\n"
+        crate::testing::line(n, parent, ty) + "\n"
     }
 
     /// A turn appended under one of two system lines below an assistant leaves the assistant a

@@ -354,16 +354,8 @@ mod tests {
     use super::*;
     use crate::chain::{ResolveOptions, resolve_graph};
     use crate::index::{ingest, schema};
+    use crate::testing::line;
     use redb::ReadableDatabase;
-
-    fn line(n: u64, parent: Option<u64>, ty: &str) -> String {
-        let id = |n: u64| format!("00000000-0000-4000-8000-{n:012x}");
-        let parent = parent.map_or("null".to_owned(), |p| format!("\"{}\"", id(p)));
-        format!(
-            r#"{{"parentUuid":{parent},"type":"{ty}","message":{{"role":"{ty}","content":"x"}},"uuid":"{}","sessionId":"s","timestamp":"2026-01-01T00:00:0{n}.000Z"}}"#,
-            id(n)
-        )
-    }
 
     /// A stored row that does not decode ends the answer with a typed fault naming the table;
     /// no placeholder row and no answer.
