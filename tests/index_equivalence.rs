@@ -481,3 +481,55 @@ fn after_index_every_resume_reads_its_view_and_writes_nothing() {
         );
     }
 }
+
+/// A file that did not grow past the bytes a catch-up saw (its lines and a torn tail) may have
+/// been edited in place anywhere: a resume then catches up (which checks every chunk), never
+/// reads the new state in memory. Here a uuid in the first 64 KiB chunk is changed in place
+/// (not the last complete one, which every catch-up checks) while a torn tail stays as it was.
+#[test]
+fn an_in_place_edit_behind_a_torn_tail_is_not_read_in_memory() {
+    use std::fmt::Write as _;
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::new(dir.path().join("index"));
+    let path = dir.path().join("project/s.jsonl");
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let id = |n: u64| format!("00000000-0000-4000-8000-{n:012x}");
+    let mut text = String::new();
+    for n in 1..=200u64 {
+        let parent = n
+            .checked_sub(1)
+            .filter(|&p| p > 0)
+            .map_or("null".to_owned(), |p| format!("\"{}\"", id(p)));
+        let ty = if n % 2 == 1 { "user" } else { "assistant" };
+        writeln!(
+            text,
+            r#"{{"parentUuid":{parent},"type":"{ty}","message":{{"role":"{ty}","content":"{}"}},"uuid":"{}","sessionId":"s","timestamp":"2026-01-01T00:00:00.000Z"}}"#,
+            "x".repeat(900),
+            id(n)
+        )
+        .unwrap();
+    }
+    text += r#"{"parentUuid":"#; // torn
+    std::fs::write(&path, &text).unwrap();
+    store
+        .conversation(&path, &chainlog::ResumeOptions::default())
+        .unwrap();
+    // Message 2's uuid changed in place: message 3 now names a parent no line has.
+    let edited = text.replacen(
+        &format!("\"uuid\":\"{}\"", id(2)),
+        &format!("\"uuid\":\"{}\"", id(999)),
+        1,
+    );
+    assert_eq!(edited.len(), text.len());
+    std::fs::write(&path, &edited).unwrap();
+    // The index's answer itself (a resume also checks each line it reads, and would start
+    // over on the changed one).
+    let opts = ResolveOptions {
+        leaf: None,
+        view: View::Resume,
+        list_leaves: false,
+    };
+    let got = store.resolve_indexed(&path, opts).unwrap().unwrap();
+    let t = Transcript::open(&path).unwrap();
+    assert_eq!(got.resolution, resolve(&t, opts).unwrap());
+}

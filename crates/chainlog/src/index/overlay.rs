@@ -352,8 +352,11 @@ pub(crate) fn answer(
     transcript: &Path,
     stat: &Stat,
 ) -> Option<(Resolution, Ending, IdNames, FrameSummary)> {
+    // A file that did not grow past what was seen (the indexed bytes and a torn tail) may have
+    // been edited in place anywhere: the catch-up checks every chunk then.
+    let seen = st.indexed_len + st.torn_tail.map_or(0, |(_, l)| l);
     if (stat.dev, stat.ino) != (st.dev, st.ino)
-        || stat.len <= st.indexed_len
+        || stat.len <= seen
         || stat.len - st.indexed_len > MAX_TAIL_BYTES
     {
         return None;
