@@ -112,6 +112,11 @@ impl Stat {
         Ok(Stat::from_meta(&m))
     }
 
+    /// Stats an open file.
+    pub fn from_file(file: &File) -> Option<Stat> {
+        file.metadata().ok().map(|m| Stat::from_meta(&m))
+    }
+
     fn from_meta(m: &std::fs::Metadata) -> Stat {
         Stat {
             dev: m.dev(),

@@ -365,6 +365,10 @@ pub(crate) fn answer(
         .and_then(|t| view::load(&t, st))
         .ok()??;
     let file = File::open(transcript).ok()?;
+    // The file opened is the one stat'ed (not another renamed over it meanwhile).
+    if Stat::from_file(&file).is_none_or(|now| (now.dev, now.ino) != (st.dev, st.ino)) {
+        return None;
+    }
     let chunks = guard::read("chunks", || txn.open_table(CHUNKS)).ok()?;
     if !ingest::prefix_matches(&chunks, &file, st).ok()? {
         return None;
