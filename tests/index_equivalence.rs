@@ -533,3 +533,52 @@ fn an_in_place_edit_behind_a_torn_tail_is_not_read_in_memory() {
     let t = Transcript::open(&path).unwrap();
     assert_eq!(got.resolution, resolve(&t, opts).unwrap());
 }
+
+/// `Store::leaf_report` (`chainlog leaves`) reads every leaf from the index: right after an
+/// append it catches up (a default resume might have read the new lines in memory), and its
+/// leaves are the full scan's, the active one marked.
+#[test]
+fn the_leaf_report_right_after_an_append_is_caught_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::new(dir.path().join("index"));
+    let mut checked = 0;
+    for (n, src) in corpus().into_iter().enumerate() {
+        let bytes = std::fs::read(&src).unwrap();
+        let lines: Vec<&[u8]> = bytes.split_inclusive(|b| *b == b'\n').collect();
+        if bytes.len() > 60_000 || lines.len() < 2 {
+            continue;
+        }
+        let path = dir.path().join(format!("project/s{n}.jsonl"));
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, lines[..lines.len() - 1].concat()).unwrap();
+        store
+            .conversation(&path, &chainlog::ResumeOptions::default())
+            .unwrap();
+        std::fs::write(&path, &bytes).unwrap();
+        let Some((ans, leaves)) = store.leaf_report(&path).unwrap() else {
+            panic!("index damaged");
+        };
+        let t = Transcript::open(&path).unwrap();
+        let want = resolve(
+            &t,
+            ResolveOptions {
+                list_leaves: true,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let mut got: Vec<_> = leaves.iter().map(|l| l.uuid).collect();
+        let mut want_leaves = want.leaves.clone();
+        got.sort_unstable();
+        want_leaves.sort_unstable();
+        assert_eq!(got, want_leaves, "{}", src.display());
+        assert_eq!(
+            leaves.iter().find(|l| l.active).map(|l| l.uuid),
+            ans.resolution.leaf.map(|(id, _)| id),
+            "{}",
+            src.display()
+        );
+        checked += 1;
+    }
+    assert!(checked > 20);
+}

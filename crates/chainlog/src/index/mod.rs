@@ -500,7 +500,8 @@ impl Store {
         let t = transcript.to_path_buf();
         self.bounded(transcript, move |s| {
             let transcript = t.as_path();
-            let Some(ans) = s.resolve_indexed_unguarded(transcript, opts)? else {
+            // Caught up (never extended in memory): the leaf rows are read from the index next.
+            let Some(ans) = s.resolve_indexed_unguarded(transcript, opts, false)? else {
                 return Ok(None);
             };
             // The resolve caught the index up: a read-only open reads it (no write, no
@@ -602,13 +603,18 @@ impl Store {
         opts: ResolveOptions,
     ) -> Result<Option<Answer>> {
         let t = transcript.to_path_buf();
-        self.bounded(transcript, move |s| s.resolve_indexed_unguarded(&t, opts))
+        self.bounded(transcript, move |s| {
+            s.resolve_indexed_unguarded(&t, opts, true)
+        })
     }
 
+    /// With `in_memory`, lines appended since the last catch-up may be read in memory
+    /// ([`overlay`]) instead of caught up.
     fn resolve_indexed_unguarded(
         &self,
         transcript: &Path,
         opts: ResolveOptions,
+        in_memory: bool,
     ) -> Result<Option<Answer>> {
         let db_path = self.db_path(transcript);
         let key = Self::key(transcript);
@@ -620,7 +626,8 @@ impl Store {
                 if let Some(a) = query(&ro, st, transcript, opts, true)? {
                     return Ok(Some(a));
                 }
-            } else if view::serves(&opts)
+            } else if in_memory
+                && view::serves(&opts)
                 && let Some(a) = extended_in_memory(&ro, &st, transcript, &stat)
             {
                 return Ok(Some(a));

@@ -96,6 +96,9 @@ fn entry_text(entry: Option<&(String, u64)>) -> String {
 /// first (catching up); the scan then reads exactly the prefix that answer covers, so lines
 /// appended meanwhile by a writer are no difference.
 pub fn verify(store: &Store, transcript: &Path) -> Result<Vec<Difference>> {
+    // The index itself is checked: caught up first, so no answer is read from new lines in
+    // memory instead.
+    store.catch_up(transcript)?;
     let mut diffs = Vec::new();
     let mut scanned: Option<(u64, Transcript)> = None;
     for view in [View::Resume, View::Full] {
