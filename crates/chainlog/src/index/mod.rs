@@ -261,16 +261,8 @@ impl Store {
         transcripts: &[PathBuf],
         mut done: impl FnMut(&Path, &Result<CatchUp>),
     ) -> Vec<Result<CatchUp>> {
-        let mut by_db: Vec<(PathBuf, Vec<usize>)> = Vec::new();
-        for (i, t) in transcripts.iter().enumerate() {
-            let db = self.db_path(t);
-            match by_db.iter_mut().find(|(d, _)| *d == db) {
-                Some((_, v)) => v.push(i),
-                None => by_db.push((db, vec![i])),
-            }
-        }
         let mut out: Vec<Option<Result<CatchUp>>> = transcripts.iter().map(|_| None).collect();
-        for (_, group) in by_db {
+        for (_, group) in self.by_sidecar(transcripts) {
             let paths: Vec<PathBuf> = group.iter().map(|&i| transcripts[i].clone()).collect();
             let first = paths[0].clone();
             let results = self
@@ -290,6 +282,20 @@ impl Store {
         out.into_iter()
             .map(|r| r.expect("every transcript is in a group"))
             .collect()
+    }
+
+    /// The positions of `transcripts` grouped by sidecar, groups in order of first appearance
+    /// (a linear search over the sidecars seen: a `~/.claude` has tens of projects).
+    fn by_sidecar(&self, transcripts: &[PathBuf]) -> Vec<(PathBuf, Vec<usize>)> {
+        let mut by_db: Vec<(PathBuf, Vec<usize>)> = Vec::new();
+        for (i, t) in transcripts.iter().enumerate() {
+            let db = self.db_path(t);
+            match by_db.iter_mut().find(|(d, _)| *d == db) {
+                Some((_, v)) => v.push(i),
+                None => by_db.push((db, vec![i])),
+            }
+        }
+        by_db
     }
 
     /// [`Store::catch_up_all`] for the transcripts of one sidecar.
@@ -539,16 +545,9 @@ impl Store {
     /// state it has indexed, in order: one read-only open and one read transaction per
     /// sidecar, a look at each view's head. A sidecar that cannot be read answers "none".
     pub(crate) fn without_view(&self, paths: &[PathBuf]) -> Vec<PathBuf> {
-        let mut groups: Vec<(PathBuf, Vec<&PathBuf>)> = Vec::new();
-        for p in paths {
-            let db = self.db_path(p);
-            match groups.iter_mut().find(|(d, _)| *d == db) {
-                Some((_, g)) => g.push(p),
-                None => groups.push((db, vec![p])),
-            }
-        }
         let mut out = Vec::new();
-        for (db_path, group) in groups {
+        for (db_path, group) in self.by_sidecar(paths) {
+            let group: Vec<&PathBuf> = group.into_iter().map(|i| &paths[i]).collect();
             let stored: Vec<bool> = open::open_read_only(&db_path)
                 .and_then(|ro| {
                     open::isolate(|| {
