@@ -16,6 +16,42 @@ use super::graph::Graph;
 use crate::transcript::envelope::Flags;
 use crate::transcript::id::Id;
 
+/// Step 7 for one user/assistant row `id`, from the effective children `children` gives
+/// (each as its uuid and whether it is a user/assistant): a leaf iff no child is a
+/// user/assistant and a terminal (a row without children) is reachable through
+/// non-user/assistant children. `None` when that takes more than `limit` rows. The tree of a
+/// full scan computes the same set from terminals upward (`Tree`); this is the form an
+/// incremental update asks for one row (`index::incremental`, `index::overlay`).
+pub(crate) fn leaf_by_children<E>(
+    id: Id,
+    children: &impl Fn(Id) -> Result<Vec<(Id, bool)>, E>,
+    limit: usize,
+) -> Result<Option<bool>, E> {
+    let kids = children(id)?;
+    if kids.iter().any(|&(_, turn)| turn) {
+        return Ok(Some(false));
+    }
+    if kids.is_empty() {
+        return Ok(Some(true));
+    }
+    let mut seen = HashSet::from([id]);
+    let mut stack: Vec<Id> = kids.into_iter().map(|(k, _)| k).collect();
+    while let Some(c) = stack.pop() {
+        if !seen.insert(c) {
+            continue;
+        }
+        if seen.len() > limit {
+            return Ok(None);
+        }
+        let kids = children(c)?;
+        if kids.is_empty() {
+            return Ok(Some(true));
+        }
+        stack.extend(kids.into_iter().filter(|&(_, turn)| !turn).map(|(k, _)| k));
+    }
+    Ok(Some(false))
+}
+
 /// Which rule picked the active leaf.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]

@@ -26,6 +26,7 @@ use redb::{ReadableTable, Table, WriteTransaction};
 use super::schema::{CHILDREN, DERIVED, FileState, LEAF_TIMES, PROGRESS, REPARENTED, ROWS, UUIDS};
 use super::state::{Decoder, Encoder, IndexFault};
 use crate::chain::MessageRow;
+use crate::chain::leaf::leaf_by_children;
 use crate::transcript::envelope::Flags;
 use crate::transcript::id::Id;
 
@@ -54,46 +55,15 @@ impl<E: Into<IndexFault>> From<E> for Decline {
     }
 }
 
-/// A terminal is reachable from non-turn `c` through non-turn children.
-fn reaches_terminal(
-    t: &Tables<'_>,
-    c: &MessageRow,
-    seen: &mut HashSet<Id>,
-) -> Result<bool, Decline> {
-    if seen.len() > WALK_LIMIT {
-        return Err(Decline::Unsure);
-    }
-    if !seen.insert(c.head.uuid) {
-        return Ok(false);
-    }
-    let kids = t.children_of(c.head.uuid)?;
-    if kids.is_empty() {
-        return Ok(true);
-    }
-    for (_, k) in &kids {
-        if !k.head.kind.is_turn() && reaches_terminal(t, k, seen)? {
-            return Ok(true);
-        }
-    }
-    Ok(false)
-}
-
-/// format.md §A5 step 7 for one user/assistant row.
+/// format.md §A5 step 7 for one user/assistant row ([`leaf_by_children`]).
 fn is_leaf(t: &Tables<'_>, row: &MessageRow) -> Result<bool, Decline> {
-    let kids = t.children_of(row.head.uuid)?;
-    if kids.iter().any(|(_, k)| k.head.kind.is_turn()) {
-        return Ok(false);
-    }
-    if kids.is_empty() {
-        return Ok(true);
-    }
-    let mut seen = HashSet::from([row.head.uuid]);
-    for (_, k) in &kids {
-        if reaches_terminal(t, k, &mut seen)? {
-            return Ok(true);
-        }
-    }
-    Ok(false)
+    let children = |id: Id| -> Result<Vec<(Id, bool)>, IndexFault> {
+        Ok(t.children_of(id)?
+            .into_iter()
+            .map(|(_, k)| (k.head.uuid, k.head.kind.is_turn()))
+            .collect())
+    };
+    leaf_by_children(row.head.uuid, &children, WALK_LIMIT)?.ok_or(Decline::Unsure)
 }
 
 /// The first user/assistant at or above `row` (through effective parents).

@@ -18,13 +18,14 @@
 //! the stored view is extended over [`Overlay`] by the code a catch-up runs
 //! ([`extension::extend_stored`]): the index's read-only snapshot with the new rows on top.
 //!
-//! The overlay answers only what it can prove from the new rows. Leaf facts change only for
-//! the first user/assistant at or above a new row's parent (the argument of
-//! `super::incremental`): such a turn is no leaf when a new turn is its child, and still a leaf
-//! when it was one (or is new) and only non-turn rows were appended below it; otherwise (a new
-//! turn below a non-turn row under it, or an old non-leaf) the overlay does not know:
-//! [`Graph::is_leaf`] answers `false` ("unknown" is allowed there), and the list of every leaf
-//! is refused, so an extension that needs it gives up. Nothing is written: the next catch-up (`chainlog index`, a writer, a
+//! Leaf facts change only for the first user/assistant at or above a new row's parent (the
+//! argument of `super::incremental`): such a turn is no leaf when a new turn is its child, and
+//! still a leaf when it was one (or is new) and only non-turn rows were appended below it;
+//! otherwise step 7 is computed for it from its children, old and new
+//! ([`leaf_by_children`], the function the incremental update uses). A walk past
+//! [`WALK_LIMIT`] rows leaves it unknown: [`Graph::is_leaf`] answers `false` ("unknown" is
+//! allowed there) and the list of every leaf is refused, so an extension that needs it gives
+//! up. Nothing is written: the next catch-up (`chainlog index`, a writer, a
 //! resume past the limits) stores the rows. Whatever is declined is caught up as before.
 
 use std::borrow::Cow;
@@ -43,6 +44,7 @@ use super::query::IndexGraph;
 use super::schema::{CHUNKS, FileState, VIEW};
 use super::state::IndexFault;
 use super::view;
+use crate::chain::leaf::leaf_by_children;
 use crate::chain::{Graph, MessageRow, Resolution};
 use crate::resume::interrupt::Ending;
 use crate::transcript::envelope::{Entry, Flags, Kind, MessageHead, parse_framed};
@@ -149,7 +151,8 @@ struct Overlay<'a> {
 enum Below {
     /// Only non-turn rows: a terminal is below the turn now, and no new turn child.
     Others,
-    /// A turn, under a non-turn row: whether a terminal is left below the turn is not known.
+    /// A turn, under a non-turn row: whether a terminal is left below the turn is computed
+    /// from its children.
     TurnUnderOther,
     /// A turn child: the turn is no leaf (format.md §A5 step 7).
     TurnChild,
@@ -204,13 +207,40 @@ impl<'a> Overlay<'a> {
         }
         Ok(match (new.is_some(), self.zones.get(&i)) {
             (_, Some(Below::TurnChild)) => Some(false),
-            (_, Some(Below::TurnUnderOther)) => None,
             // A new turn: a terminal itself, or with only non-turn rows below it.
             (true, None | Some(Below::Others)) => Some(true),
             (false, None) => Some(self.inner.is_leaf(i)?),
-            // Still a leaf if it was one; one that was not may have had no terminal below it.
-            (false, Some(Below::Others)) => self.inner.is_leaf(i)?.then_some(true),
+            // Still a leaf if it was one.
+            (false, Some(Below::Others)) if self.inner.is_leaf(i)? => Some(true),
+            // Otherwise (a turn under a non-turn row below it, or an old non-leaf that may have
+            // had no terminal below it) step 7 over its children, the new rows among them.
+            _ => {
+                let id = self.head(i)?.uuid;
+                leaf_by_children(id, &|c| self.children(c), WALK_LIMIT)?
+            }
         })
+    }
+
+    /// The live children of `id` by effective parent, old and new, each with whether it is a
+    /// user/assistant.
+    fn children(&self, id: Id) -> Result<Vec<(Id, bool)>, Unsure> {
+        let mut out: Vec<(Id, bool)> = if self.tail.at.contains_key(&id) {
+            Vec::new()
+        } else {
+            self.inner
+                .children_of(id)?
+                .into_iter()
+                .map(|(_, r)| (r.head.uuid, r.head.kind.is_turn()))
+                .collect()
+        };
+        out.extend(
+            self.tail
+                .rows
+                .iter()
+                .filter(|r| r.head.parent == Some(id))
+                .map(|r| (r.head.uuid, r.head.kind.is_turn())),
+        );
+        Ok(out)
     }
 
     fn new_row(&self, i: usize) -> Option<&MessageRow> {
@@ -429,10 +459,10 @@ mod tests {
     }
 
     /// A turn appended under one of two system lines below an assistant leaves the assistant a
-    /// leaf (the other line is still a terminal below it): the overlay cannot tell from the
-    /// new rows, so it refuses the leaf list rather than give one without the assistant.
+    /// leaf (the other line is still a terminal below it), and under the only one makes it no
+    /// leaf: the new rows alone cannot tell, the assistant's children do.
     #[test]
-    fn a_turn_below_a_non_turn_leaves_the_leaf_list_unknown() {
+    fn a_turn_below_a_non_turn_is_decided_by_the_children() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("t.jsonl");
         let old = [
@@ -458,7 +488,33 @@ mod tests {
         let tree = Tree::from_rows(&t.rows, &t.progress, Projection::Resume);
         assert_eq!(tree.leaves, vec![1, 4], "the assistant and the new user");
         assert!(g.is_leaf(4).unwrap());
-        assert!(g.leaves().is_err(), "{:?}", g.leaves());
+        assert_eq!(g.leaves().unwrap(), tree.leaves);
+        // Without the second system line, the assistant is no leaf any more.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.jsonl");
+        let old = [
+            line(1, None, "user"),
+            line(2, Some(1), "assistant"),
+            line(3, Some(2), "system"),
+        ]
+        .concat();
+        std::fs::write(&path, &old).unwrap();
+        let db = redb::Database::create(dir.path().join("i.redb")).unwrap();
+        let txn = db.begin_write().unwrap();
+        schema::create_all(&txn).unwrap();
+        let (_, st) = ingest::catch_up(&txn, "t", &path).unwrap();
+        txn.commit().unwrap();
+        let all = old + &line(5, Some(3), "user");
+        std::fs::write(&path, &all).unwrap();
+        let tail = read_tail(&File::open(&path).unwrap(), &st, all.len() as u64).unwrap();
+        let r = db.begin_read().unwrap();
+        let inner = IndexGraph::new(&r, st.clone()).unwrap();
+        let g = Overlay::new(&inner, st.rows as usize, &tail).unwrap();
+        let t = Transcript::open(&path).unwrap();
+        let tree = Tree::from_rows(&t.rows, &t.progress, Projection::Resume);
+        assert_eq!(tree.leaves, vec![3], "the new user only");
+        assert!(!g.is_leaf(1).unwrap());
+        assert_eq!(g.leaves().unwrap(), tree.leaves);
     }
 
     /// On every fixture, indexed up to each line and then given the next one to three lines in

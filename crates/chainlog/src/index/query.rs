@@ -140,7 +140,7 @@ impl IndexGraph {
 
     /// Live children of `parent` ([`Decoder::children_of`]), the number of its `children`
     /// entries checked against `counts`.
-    fn children_of(&self, parent: Id) -> Result<Vec<(u32, MessageRow)>, IndexFault> {
+    pub(crate) fn children_of(&self, parent: Id) -> Result<Vec<(u32, MessageRow)>, IndexFault> {
         let (out, on_disk) = self.dec.children_counted(parent)?;
         self.check_count(counts::CHILDREN, parent.0, on_disk)?;
         Ok(out)
