@@ -458,63 +458,46 @@ mod tests {
         crate::testing::line(n, parent, ty) + "\n"
     }
 
+    /// `old` indexed, then `new` appended: the scan's leaves, the overlay's leaf list, and
+    /// its `is_leaf` of each row.
+    fn leaf_facts(old: &str, new: &str) -> (Vec<usize>, Result<Vec<usize>, Unsure>, Vec<bool>) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.jsonl");
+        std::fs::write(&path, old).unwrap();
+        let db = redb::Database::create(dir.path().join("i.redb")).unwrap();
+        let txn = db.begin_write().unwrap();
+        schema::create_all(&txn).unwrap();
+        let (_, st) = ingest::catch_up(&txn, "t", &path).unwrap();
+        txn.commit().unwrap();
+        let all = old.to_owned() + new;
+        std::fs::write(&path, &all).unwrap();
+        let tail = read_tail(&File::open(&path).unwrap(), &st, all.len() as u64).unwrap();
+        let read = db.begin_read().unwrap();
+        let inner = IndexGraph::new(&read, st.clone()).unwrap();
+        let g = Overlay::new(&inner, st.rows as usize, &tail).unwrap();
+        let t = Transcript::open(&path).unwrap();
+        let tree = Tree::from_rows(&t.rows, &t.progress, Projection::Resume);
+        let is_leaf = (0..t.rows.len()).map(|i| g.is_leaf(i).unwrap()).collect();
+        (tree.leaves.clone(), g.leaves(), is_leaf)
+    }
+
     /// A turn appended under one of two system lines below an assistant leaves the assistant a
     /// leaf (the other line is still a terminal below it), and under the only one makes it no
     /// leaf: the new rows alone cannot tell, the assistant's children do.
     #[test]
     fn a_turn_below_a_non_turn_is_decided_by_the_children() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("t.jsonl");
-        let old = [
-            line(1, None, "user"),
-            line(2, Some(1), "assistant"),
-            line(3, Some(2), "system"),
-            line(4, Some(2), "system"),
-        ]
-        .concat();
-        std::fs::write(&path, &old).unwrap();
-        let db = redb::Database::create(dir.path().join("i.redb")).unwrap();
-        let txn = db.begin_write().unwrap();
-        schema::create_all(&txn).unwrap();
-        let (_, st) = ingest::catch_up(&txn, "t", &path).unwrap();
-        txn.commit().unwrap();
-        let all = old + &line(5, Some(3), "user");
-        std::fs::write(&path, &all).unwrap();
-        let tail = read_tail(&File::open(&path).unwrap(), &st, all.len() as u64).unwrap();
-        let r = db.begin_read().unwrap();
-        let inner = IndexGraph::new(&r, st.clone()).unwrap();
-        let g = Overlay::new(&inner, st.rows as usize, &tail).unwrap();
-        let t = Transcript::open(&path).unwrap();
-        let tree = Tree::from_rows(&t.rows, &t.progress, Projection::Resume);
-        assert_eq!(tree.leaves, vec![1, 4], "the assistant and the new user");
-        assert!(g.is_leaf(4).unwrap());
-        assert_eq!(g.leaves().unwrap(), tree.leaves);
-        // Without the second system line, the assistant is no leaf any more.
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("t.jsonl");
-        let old = [
-            line(1, None, "user"),
-            line(2, Some(1), "assistant"),
-            line(3, Some(2), "system"),
-        ]
-        .concat();
-        std::fs::write(&path, &old).unwrap();
-        let db = redb::Database::create(dir.path().join("i.redb")).unwrap();
-        let txn = db.begin_write().unwrap();
-        schema::create_all(&txn).unwrap();
-        let (_, st) = ingest::catch_up(&txn, "t", &path).unwrap();
-        txn.commit().unwrap();
-        let all = old + &line(5, Some(3), "user");
-        std::fs::write(&path, &all).unwrap();
-        let tail = read_tail(&File::open(&path).unwrap(), &st, all.len() as u64).unwrap();
-        let r = db.begin_read().unwrap();
-        let inner = IndexGraph::new(&r, st.clone()).unwrap();
-        let g = Overlay::new(&inner, st.rows as usize, &tail).unwrap();
-        let t = Transcript::open(&path).unwrap();
-        let tree = Tree::from_rows(&t.rows, &t.progress, Projection::Resume);
-        assert_eq!(tree.leaves, vec![3], "the new user only");
-        assert!(!g.is_leaf(1).unwrap());
-        assert_eq!(g.leaves().unwrap(), tree.leaves);
+        let (user, assistant) = (line(1, None, "user"), line(2, Some(1), "assistant"));
+        let two = [user.clone(), assistant.clone(), line(3, Some(2), "system")].concat()
+            + &line(4, Some(2), "system");
+        let (tree, listed, is_leaf) = leaf_facts(&two, &line(5, Some(3), "user"));
+        assert_eq!(tree, vec![1, 4], "the assistant and the new user");
+        assert_eq!(listed.unwrap(), tree);
+        assert_eq!(is_leaf, vec![false, true, false, false, true]);
+        let one = [user, assistant, line(3, Some(2), "system")].concat();
+        let (tree, listed, is_leaf) = leaf_facts(&one, &line(5, Some(3), "user"));
+        assert_eq!(tree, vec![3], "the new user only");
+        assert_eq!(listed.unwrap(), tree);
+        assert_eq!(is_leaf, vec![false, false, false, true]);
     }
 
     /// On every fixture, indexed up to each line and then given the next one to three lines in
