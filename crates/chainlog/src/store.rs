@@ -145,6 +145,7 @@ impl Store {
             .collect();
         let mut stored = 0;
         for p in &self.without_view(&sessions) {
+            // A sidecar found busy meanwhile is left to the sessions' first resumes.
             if self.is_busy(&self.db_path(p)) {
                 continue;
             }

@@ -543,40 +543,26 @@ impl Store {
 
     /// The transcripts among `paths` whose index holds no materialised resume view for the
     /// state it has indexed, in order: one read-only open and one read transaction per
-    /// sidecar, a look at each view's head. A sidecar that cannot be read answers "none".
+    /// sidecar, a look at each view's head. A sidecar that cannot be read answers "none"; a
+    /// busy one (a writer stopped mid-commit: the read runs on a bounded worker) is left out.
     pub(crate) fn without_view(&self, paths: &[PathBuf]) -> Vec<PathBuf> {
         let mut out = Vec::new();
         for (db_path, group) in self.by_sidecar(paths) {
-            let group: Vec<&PathBuf> = group.into_iter().map(|i| &paths[i]).collect();
-            let stored: Vec<bool> = open::open_read_only(&db_path)
-                .and_then(|ro| {
-                    open::isolate(|| {
-                        let txn = ro.begin_read().ok()?;
-                        let files = guard::read("files", || txn.open_table(FILES)).ok()?;
-                        let views = guard::read("view", || txn.open_table(schema::VIEW)).ok()?;
-                        Some(
-                            group
-                                .iter()
-                                .map(|p| {
-                                    ingest::file_state(&files, &Self::key(p))
-                                        .ok()
-                                        .flatten()
-                                        .is_some_and(|st| {
-                                            view::stored_for(&views, &st).unwrap_or(false)
-                                        })
-                                })
-                                .collect(),
-                        )
-                    })
-                    .flatten()
-                })
-                .unwrap_or_default();
+            if self.is_busy(&db_path) {
+                continue;
+            }
+            let keys: Vec<String> = group.iter().map(|&i| Self::key(&paths[i])).collect();
+            let path = db_path.clone();
+            let Some(stored) = wait::bounded(move || views_stored(&path, &keys)) else {
+                self.mark_busy(&db_path);
+                continue;
+            };
             out.extend(
                 group
                     .into_iter()
                     .enumerate()
-                    .filter(|(i, _)| !stored.get(*i).copied().unwrap_or(false))
-                    .map(|(_, p)| p.clone()),
+                    .filter(|(n, _)| !stored.get(*n).copied().unwrap_or(false))
+                    .map(|(_, i)| paths[i].clone()),
             );
         }
         out
@@ -766,6 +752,31 @@ fn query(
         state,
         tail_lines: 0,
     }))
+}
+
+/// Whether the sidecar at `db_path` holds a view for the indexed state of each of the
+/// transcripts `keys` (empty when it cannot be read).
+fn views_stored(db_path: &Path, keys: &[String]) -> Vec<bool> {
+    let Some(ro) = open::open_read_only(db_path) else {
+        return Vec::new();
+    };
+    open::isolate(|| {
+        let txn = ro.begin_read().ok()?;
+        let files = guard::read("files", || txn.open_table(FILES)).ok()?;
+        let views = guard::read("view", || txn.open_table(schema::VIEW)).ok()?;
+        Some(
+            keys.iter()
+                .map(|k| {
+                    ingest::file_state(&files, k)
+                        .ok()
+                        .flatten()
+                        .is_some_and(|st| view::stored_for(&views, &st).unwrap_or(false))
+                })
+                .collect(),
+        )
+    })
+    .flatten()
+    .unwrap_or_default()
 }
 
 /// The default resume view of `transcript` from the index as it is (`st`) and the lines
