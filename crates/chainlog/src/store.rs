@@ -24,6 +24,11 @@ pub struct Agents {
 /// The largest transcript whose listing row `chainlog index` fills.
 pub const LISTING_FILL_MAX: u64 = 1 << 20;
 
+/// Bytes of a resume view's lines above which [`Store::prepare_views`] leaves the view to the
+/// session's first resume: storing it reads and holds every line, and `chainlog index` keeps
+/// its memory bounded whatever the sessions hold.
+pub const VIEW_FILL_MAX: u64 = 16 << 20;
+
 /// What [`Store::prepare_listing`] did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ListingRows {
@@ -136,7 +141,8 @@ impl Store {
     /// walk a first resume would make, and the read of the view's lines that tells how it
     /// ends, done once here, so the next resume of each is one range read and writes nothing
     /// (and a resume right after an append extends it in memory). Best effort: a session that
-    /// fails is left to its first resume. Returns how many sessions were walked to store theirs.
+    /// fails, or whose view's lines exceed `VIEW_FILL_MAX` (16 MiB), is left to its first resume.
+    /// Returns how many sessions were walked to store theirs.
     pub fn prepare_views(&self, paths: &[PathBuf]) -> usize {
         let sessions: Vec<PathBuf> = paths
             .iter()
@@ -153,7 +159,8 @@ impl Store {
             let Ok(Some(ans)) = self.resolve_indexed(p, crate::index::view::OPTIONS) else {
                 continue;
             };
-            if ans.state.is_none() {
+            let bytes: u64 = ans.resolution.chain.iter().map(|l| l.pos.len).sum();
+            if ans.state.is_none() || bytes > VIEW_FILL_MAX {
                 continue;
             }
             let Ok(lines) = crate::resume::body::read_view(p, &ans.resolution.chain, &ans.names)
