@@ -8,7 +8,9 @@
 //! - `catch_up/*`: appending one message and catching the index up, vs an unchanged call (in
 //!   the library and as `chainlog index` processes), and the command's peak RSS per size.
 //!
-//! Sizes: 10 MiB and 100 MiB by default; `CHAINLOG_BENCH_GIB=1` adds 1 GiB.
+//! - `rebuild/peak_rss/*` (printed): peak RSS of `chainlog rebuild` as a process, per size.
+//!
+//! Sizes: 10 MiB and 100 MiB by default; `CHAINLOG_BENCH_GIB=N` adds 1 GiB up to N GiB.
 //! Every benchmark first checks that the index answers exactly what the full scan answers.
 //! Index size / transcript size is printed once per file, and for the real transcripts and a
 //! generated tree of varied sessions (`index size/*`).
@@ -29,9 +31,8 @@ const MIB: u64 = 1 << 20;
 
 fn sizes() -> Vec<u64> {
     let mut s = vec![10 * MIB, 100 * MIB];
-    if std::env::var_os("CHAINLOG_BENCH_GIB").is_some() {
-        s.push(1024 * MIB);
-    }
+    let gib = std::env::var("CHAINLOG_BENCH_GIB").map_or(0, |v| v.parse().unwrap_or(1));
+    s.extend((1..=gib).map(|g| g * 1024 * MIB));
     s
 }
 
@@ -179,6 +180,29 @@ fn benches(c: &mut Criterion) {
         });
     }
     g.finish();
+
+    // Peak RSS of a rebuild as users run it (drop, index from zero, compact).
+    for (size, path, _, idx) in &files {
+        let out = std::process::Command::new("/usr/bin/time")
+            .args(["-f", "%e s %M"])
+            .arg(env!("CARGO_BIN_EXE_chainlog"))
+            .arg("--index-dir")
+            .arg(idx)
+            .arg("rebuild")
+            .arg(path)
+            .output();
+        match out {
+            Ok(o) if o.status.success() => eprintln!(
+                "rebuild/peak_rss/{}MiB: {} KiB",
+                size / MIB,
+                String::from_utf8_lossy(&o.stderr)
+                    .lines()
+                    .last()
+                    .unwrap_or("?")
+            ),
+            _ => eprintln!("rebuild/peak_rss: /usr/bin/time is not available, not measured"),
+        }
+    }
 
     let mut g = c.benchmark_group("rebuild");
     g.sample_size(10);

@@ -23,15 +23,85 @@ use std::convert::Infallible;
 
 use super::graph::Graph;
 use super::scan::{MessageRow, Transcript};
-use crate::transcript::envelope::{Flags, Kind, MessageHead};
+use crate::transcript::envelope::{Flags, Kind, MessageHead, Segment};
 use crate::transcript::frame::LinePos;
 use crate::transcript::id::Id;
 
+/// What the projections read of a message row.
+///
+/// The full scan projects its [`MessageRow`]s; the index re-derives over slimmer rows decoded
+/// from its own tables (a first index of a large transcript holds them all at once), with this
+/// very code.
+pub trait RowHead {
+    /// `uuid`.
+    fn uuid(&self) -> Id;
+    /// `parentUuid`.
+    fn parent(&self) -> Option<Id>;
+    /// `type`.
+    fn kind(&self) -> Kind;
+    /// The packed booleans.
+    fn flags(&self) -> Flags;
+    /// `timestamp` in epoch milliseconds (the index orders leaves by it).
+    fn timestamp(&self) -> i64;
+    /// `compactMetadata.preservedSegment` on a compact boundary.
+    fn preserved(&self) -> Option<Segment>;
+    /// `snipMetadata.removedUuids` on a snip boundary.
+    fn snip_removed(&self) -> &[Id];
+}
+
+impl RowHead for MessageHead {
+    fn uuid(&self) -> Id {
+        self.uuid
+    }
+    fn parent(&self) -> Option<Id> {
+        self.parent
+    }
+    fn kind(&self) -> Kind {
+        self.kind
+    }
+    fn flags(&self) -> Flags {
+        self.flags
+    }
+    fn timestamp(&self) -> i64 {
+        self.timestamp
+    }
+    fn preserved(&self) -> Option<Segment> {
+        self.preserved
+    }
+    fn snip_removed(&self) -> &[Id] {
+        &self.snip_removed
+    }
+}
+
+impl RowHead for MessageRow {
+    fn uuid(&self) -> Id {
+        self.head.uuid
+    }
+    fn parent(&self) -> Option<Id> {
+        self.head.parent
+    }
+    fn kind(&self) -> Kind {
+        self.head.kind
+    }
+    fn flags(&self) -> Flags {
+        self.head.flags
+    }
+    fn timestamp(&self) -> i64 {
+        self.head.timestamp
+    }
+    fn preserved(&self) -> Option<Segment> {
+        self.head.preserved
+    }
+    fn snip_removed(&self) -> &[Id] {
+        &self.head.snip_removed
+    }
+}
+
 /// The projected tree of one transcript.
 #[derive(Debug, Clone)]
-pub struct Tree<'t> {
-    /// The scan this tree projects.
-    pub rows: &'t [MessageRow],
+pub struct Tree<'t, R = MessageRow> {
+    /// The rows this tree projects.
+    pub rows: &'t [R],
     index: HashMap<Id, usize>,
     parent: Vec<Option<Id>>,
     alive: Vec<bool>,
@@ -63,7 +133,7 @@ pub enum Projection {
     Full,
 }
 
-impl<'t> Tree<'t> {
+impl<'t> Tree<'t, MessageRow> {
     /// Builds the tree of a scanned transcript.
     pub fn build(t: &'t Transcript, projection: Projection) -> Tree<'t> {
         let mut tree = Tree::from_rows(&t.rows, &t.progress, projection);
@@ -77,39 +147,14 @@ impl<'t> Tree<'t> {
     }
 
     /// Builds the tree from message rows in map order and the legacy progress entries
-    /// (uuid → own parent). The index calls this with rows it stored, the scan with rows it read.
+    /// (uuid → own parent), with the groups the splice reads. The index calls this with rows
+    /// it stored, the scan with rows it read.
     pub fn from_rows(
         rows: &'t [MessageRow],
         progress: &HashMap<Id, Option<Id>>,
         projection: Projection,
     ) -> Tree<'t> {
-        let index: HashMap<Id, usize> = rows
-            .iter()
-            .enumerate()
-            .map(|(i, r)| (r.head.uuid, i))
-            .collect();
-        let mut tree = Tree {
-            rows,
-            index,
-            parent: rows.iter().map(|r| r.head.parent).collect(),
-            alive: vec![true; rows.len()],
-            leaves: Vec::new(),
-            zeroed_usage: HashSet::new(),
-            snipped: HashSet::new(),
-            drop_before: None,
-            preserved: HashSet::new(),
-            live_segment: None,
-            checkpoints: Vec::new(),
-            groups: HashMap::new(),
-            results_by_parent: HashMap::new(),
-            attachments_by_parent: HashMap::new(),
-        };
-        tree.bridge_progress(progress);
-        if projection == Projection::Resume {
-            tree.apply_preserved_segment();
-        }
-        tree.apply_snips();
-        tree.compute_leaves();
+        let mut tree = Tree::project(rows, progress, projection);
         tree.index_groups();
         tree
     }
@@ -133,6 +178,46 @@ impl<'t> Tree<'t> {
             }
         }
     }
+}
+
+impl<'t, R: RowHead> Tree<'t, R> {
+    /// The projections alone (no splice groups) of rows in map order and the legacy progress
+    /// entries (uuid → own parent): what the index stores of them ([`Tree::from_rows`] is this
+    /// plus the groups).
+    pub fn project(
+        rows: &'t [R],
+        progress: &HashMap<Id, Option<Id>>,
+        projection: Projection,
+    ) -> Tree<'t, R> {
+        let index: HashMap<Id, usize> = rows
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (r.uuid(), i))
+            .collect();
+        let mut tree = Tree {
+            rows,
+            index,
+            parent: rows.iter().map(|r| r.parent()).collect(),
+            alive: vec![true; rows.len()],
+            leaves: Vec::new(),
+            zeroed_usage: HashSet::new(),
+            snipped: HashSet::new(),
+            drop_before: None,
+            preserved: HashSet::new(),
+            live_segment: None,
+            checkpoints: Vec::new(),
+            groups: HashMap::new(),
+            results_by_parent: HashMap::new(),
+            attachments_by_parent: HashMap::new(),
+        };
+        tree.bridge_progress(progress);
+        if projection == Projection::Resume {
+            tree.apply_preserved_segment();
+        }
+        tree.apply_snips();
+        tree.compute_leaves();
+        tree
+    }
 
     /// The row index of a live message.
     pub fn get(&self, id: Id) -> Option<usize> {
@@ -147,7 +232,7 @@ impl<'t> Tree<'t> {
     /// Live rows whose effective parent differs from the one on disk: `(row, effective parent)`.
     pub fn relinked(&self) -> Vec<(usize, Option<Id>)> {
         (0..self.rows.len())
-            .filter(|&i| self.alive[i] && self.parent[i] != self.rows[i].head.parent)
+            .filter(|&i| self.alive[i] && self.parent[i] != self.rows[i].parent())
             .map(|i| (i, self.parent[i]))
             .collect()
     }
@@ -174,11 +259,11 @@ impl<'t> Tree<'t> {
 
     /// Step 5: preserved segment relink and the drop of pre-boundary messages.
     fn apply_preserved_segment(&mut self) {
-        let is_boundary = |r: &MessageRow| r.head.flags.has(Flags::COMPACT_BOUNDARY);
+        let is_boundary = |r: &R| r.flags().has(Flags::COMPACT_BOUNDARY);
         let Some(last_seg) = self
             .rows
             .iter()
-            .rposition(|r| is_boundary(r) && r.head.preserved.is_some())
+            .rposition(|r| is_boundary(r) && r.preserved().is_some())
         else {
             return;
         };
@@ -189,7 +274,7 @@ impl<'t> Tree<'t> {
             .expect("a segment boundary is a boundary");
         let mut preserved = HashSet::new();
         if last_seg == last_boundary {
-            let seg = self.rows[last_seg].head.preserved.expect("checked");
+            let seg = self.rows[last_seg].preserved().expect("checked");
             let mut cur = Some(seg.tail);
             let mut reached = false;
             while let Some(id) = cur {
@@ -217,13 +302,13 @@ impl<'t> Tree<'t> {
             }
             for &id in &preserved {
                 let i = self.index[&id];
-                if self.rows[i].head.kind == Kind::Assistant {
+                if self.rows[i].kind() == Kind::Assistant {
                     self.zeroed_usage.insert(id);
                 }
             }
         }
         for i in 0..last_boundary {
-            if self.alive[i] && !preserved.contains(&self.rows[i].head.uuid) {
+            if self.alive[i] && !preserved.contains(&self.rows[i].uuid()) {
                 self.alive[i] = false;
             }
         }
@@ -235,7 +320,7 @@ impl<'t> Tree<'t> {
     fn apply_snips(&mut self) {
         let removed: HashSet<Id> = (0..self.rows.len())
             .filter(|&i| self.alive[i])
-            .flat_map(|i| self.rows[i].head.snip_removed.iter().copied())
+            .flat_map(|i| self.rows[i].snip_removed().iter().copied())
             .collect();
         if removed.is_empty() {
             return;
@@ -271,20 +356,24 @@ impl<'t> Tree<'t> {
     /// Step 7: terminals, then from each the first user/assistant above it that no
     /// user/assistant names as parent.
     fn compute_leaves(&mut self) {
-        let mut has_child = HashSet::new();
-        let mut has_turn_child = HashSet::new();
+        // Whether a row has a live child (of any kind, of a user/assistant kind), by row: a
+        // parent that is no row cannot be a leaf anyway.
+        let mut has_child = vec![false; self.rows.len()];
+        let mut has_turn_child = vec![false; self.rows.len()];
         for i in 0..self.rows.len() {
-            if let (true, Some(p)) = (self.alive[i], self.parent[i]) {
-                has_child.insert(p);
-                if self.rows[i].head.kind.is_turn() {
-                    has_turn_child.insert(p);
+            if let (true, Some(p)) = (self.alive[i], self.parent[i])
+                && let Some(&pi) = self.index.get(&p)
+            {
+                has_child[pi] = true;
+                if self.rows[i].kind().is_turn() {
+                    has_turn_child[pi] = true;
                 }
             }
         }
         let mut leaves = Vec::new();
         let mut seen_leaf = HashSet::new();
         for t in 0..self.rows.len() {
-            if !self.alive[t] || has_child.contains(&self.rows[t].head.uuid) {
+            if !self.alive[t] || has_child[t] {
                 continue;
             }
             let mut cur = Some(t);
@@ -293,9 +382,8 @@ impl<'t> Tree<'t> {
                 if !walked.insert(i) {
                     break;
                 }
-                let head = &self.rows[i].head;
-                if head.kind.is_turn() {
-                    if !has_turn_child.contains(&head.uuid) && seen_leaf.insert(i) {
+                if self.rows[i].kind().is_turn() {
+                    if !has_turn_child[i] && seen_leaf.insert(i) {
                         leaves.push(i);
                     }
                     break;

@@ -1,7 +1,7 @@
 //! Re-deriving the projections of one file after its rows changed.
 //!
 //! The projected tree (format.md §A5 steps 3, 5, 6, 7) is computed by the very code the reference
-//! loader uses ([`Tree::from_rows`]) over the rows stored in the index — never by re-reading
+//! loader uses ([`Tree::project`]) over the rows stored in the index — never by re-reading
 //! the transcript — and stored by the one encoder of the derived state
 //! ([`super::state::Encoder`]): re-pointed parents, dead rows, leaves and zeroed-usage rows.
 //! A resume then reads only the rows of its chain.
@@ -16,7 +16,9 @@ use redb::{ReadableTable, WriteTransaction};
 use super::codec::{decode, id_key, key_of, read_opt_id, untag};
 use super::schema::{FileState, ID_FIRST as ZERO, ID_LAST as MAX, PROGRESS, ROWS};
 use super::state::{Encoder, Fault, IndexFault};
+use crate::chain::tree::RowHead;
 use crate::chain::{MessageRow, Projection, Tree};
+use crate::transcript::envelope::{Flags, Kind, Segment};
 use crate::transcript::id::Id;
 
 /// Removes the derived rows of file `f`.
@@ -25,31 +27,48 @@ pub fn clear(txn: &WriteTransaction, f: u32) -> Result<(), redb::Error> {
 }
 
 /// Rows in map order and legacy progress entries (uuid → own parent).
-pub type Rows = (Vec<MessageRow>, HashMap<Id, Option<Id>>);
+pub type Rows<T = MessageRow> = (Vec<T>, HashMap<Id, Option<Id>>);
 
-/// Loads every row and progress entry of file `f` (rows in map order).
-pub fn load_rows(
+/// Rows are read from redb this many at a time, then decoded: only the decoded form of every
+/// row is held at once, never the stored bytes of all of them.
+const LOAD_BATCH: usize = 4096;
+
+/// Loads every row (in map order, each turned into a `T` by `keep` as it is decoded) and
+/// progress entry of file `f`.
+pub fn load_rows<T>(
     rows_t: &impl ReadableTable<(u32, u32), &'static [u8]>,
     progress_t: &impl ReadableTable<(u32, [u8; 16]), &'static [u8]>,
     f: u32,
-) -> Fault<Rows> {
-    let stored = super::guard::read("rows", || {
-        rows_t
-            .range((f, 0)..=(f, u32::MAX))?
-            .map(|item| item.map(|(k, v)| (k.value().1, v.value().to_vec())))
-            .collect::<Result<Vec<_>, redb::StorageError>>()
-    })?;
+    mut keep: impl FnMut(MessageRow) -> T,
+) -> Fault<Rows<T>> {
     let mut rows = Vec::new();
-    for (seq, v) in stored {
-        let row = decode::<MessageRow>(&key_of(f, seq.into()), &v)
-            .ok_or_else(|| IndexFault::damaged("rows", format!("row {seq} does not decode")))?;
-        if seq as usize != rows.len() {
-            return Err(IndexFault::damaged(
-                "rows",
-                format!("row {seq} out of sequence"),
-            ));
+    let mut from = 0u32;
+    loop {
+        let stored = super::guard::read("rows", || {
+            rows_t
+                .range((f, from)..=(f, u32::MAX))?
+                .take(LOAD_BATCH)
+                .map(|item| item.map(|(k, v)| (k.value().1, v.value().to_vec())))
+                .collect::<Result<Vec<_>, redb::StorageError>>()
+        })?;
+        let Some(&(last, _)) = stored.last() else {
+            break;
+        };
+        for (seq, v) in stored {
+            let row = decode::<MessageRow>(&key_of(f, seq.into()), &v)
+                .ok_or_else(|| IndexFault::damaged("rows", format!("row {seq} does not decode")))?;
+            if seq as usize != rows.len() {
+                return Err(IndexFault::damaged(
+                    "rows",
+                    format!("row {seq} out of sequence"),
+                ));
+            }
+            rows.push(keep(row));
         }
-        rows.push(row);
+        match last.checked_add(1) {
+            Some(next) => from = next,
+            None => break,
+        }
     }
     let mut progress = HashMap::new();
     let stored = super::guard::read("progress", || {
@@ -68,6 +87,60 @@ pub fn load_rows(
     Ok((rows, progress))
 }
 
+/// What re-deriving reads of a stored row: the fields of [`RowHead`], without the line's
+/// position, ids for the splice and metadata lookups, or room for the rare fields (a
+/// quarter of a [`MessageRow`]'s memory: a first index of a large transcript holds one per
+/// message).
+struct Slim {
+    uuid: Id,
+    parent: Option<Id>,
+    kind: Kind,
+    flags: Flags,
+    timestamp: i64,
+    /// A compact boundary's preserved segment and a snip's removed ids, when there are any.
+    rare: Option<Box<(Option<Segment>, Vec<Id>)>>,
+}
+
+impl From<MessageRow> for Slim {
+    fn from(row: MessageRow) -> Slim {
+        let h = row.head;
+        let rare = (h.preserved.is_some() || !h.snip_removed.is_empty())
+            .then(|| Box::new((h.preserved, h.snip_removed)));
+        Slim {
+            uuid: h.uuid,
+            parent: h.parent,
+            kind: h.kind,
+            flags: h.flags,
+            timestamp: h.timestamp,
+            rare,
+        }
+    }
+}
+
+impl RowHead for Slim {
+    fn uuid(&self) -> Id {
+        self.uuid
+    }
+    fn parent(&self) -> Option<Id> {
+        self.parent
+    }
+    fn kind(&self) -> Kind {
+        self.kind
+    }
+    fn flags(&self) -> Flags {
+        self.flags
+    }
+    fn timestamp(&self) -> i64 {
+        self.timestamp
+    }
+    fn preserved(&self) -> Option<Segment> {
+        self.rare.as_ref().and_then(|r| r.0)
+    }
+    fn snip_removed(&self) -> &[Id] {
+        self.rare.as_ref().map_or(&[], |r| &r.1)
+    }
+}
+
 /// Recomputes and stores the projections of `st.file`.
 pub fn derive(
     txn: &WriteTransaction,
@@ -76,10 +149,10 @@ pub fn derive(
     let loaded = {
         let rows_t = txn.open_table(ROWS)?;
         let progress_t = txn.open_table(PROGRESS)?;
-        load_rows(&rows_t, &progress_t, st.file)
+        load_rows(&rows_t, &progress_t, st.file, Slim::from)
     };
     let (rows, progress) = loaded.map_err(ingest_error)?;
-    let tree = Tree::from_rows(&rows, &progress, Projection::Resume);
+    let tree = Tree::project(&rows, &progress, Projection::Resume);
     Encoder::open(txn, st.file)?.write_tree(st, &rows, &tree)?;
     Ok(())
 }

@@ -724,7 +724,7 @@ fn query(
             if full_rows.get().is_none() {
                 let rows = guard::read("rows", || txn.open_table(ROWS))?;
                 let progress = guard::read("progress", || txn.open_table(PROGRESS))?;
-                let _ = full_rows.set(derive::load_rows(&rows, &progress, f)?);
+                let _ = full_rows.set(derive::load_rows(&rows, &progress, f, |r| r)?);
             }
             let (rows, progress) = full_rows.get().expect("set above");
             Ok(Tree::from_rows(rows, progress, Projection::Full))

@@ -27,8 +27,9 @@ use super::schema::{
     DERIVED, FileState, ID_FIRST as ZERO, ID_LAST as MAX, LEAF_TIMES, REPARENTED, derived,
     sortable_ts,
 };
+use crate::chain::tree::RowHead;
 use crate::chain::{MessageRow, Tree};
-use crate::transcript::envelope::{Flags, MessageHead};
+use crate::transcript::envelope::Flags;
 use crate::transcript::id::Id;
 
 /// Why the index could not answer: its storage failed, or a stored value is damaged.
@@ -137,17 +138,17 @@ impl<'t> Encoder<'t> {
 
     /// Replaces the derived state with the one of `tree` (built over `rows`, all of the file's
     /// rows in map order) and sets the scalars of `st`.
-    pub fn write_tree(
+    pub fn write_tree<R: RowHead>(
         &mut self,
         st: &mut FileState,
-        rows: &[MessageRow],
-        tree: &Tree<'_>,
+        rows: &[R],
+        tree: &Tree<'_, R>,
     ) -> Result<(), redb::Error> {
         let f = self.f;
         self.clear()?;
         let mut reparents = std::collections::BTreeMap::<Id, u32>::new();
         for (i, parent) in tree.relinked() {
-            self.put(derived::PARENT, rows[i].head.uuid, opt_id(parent))?;
+            self.put(derived::PARENT, rows[i].uuid(), opt_id(parent))?;
             if let Some(p) = parent {
                 self.reparented.insert((f, p.0, seq(i)), ())?;
                 *reparents.entry(p).or_default() += 1;
@@ -163,7 +164,7 @@ impl<'t> Encoder<'t> {
             self.put(derived::PRESERVED, id, Vec::new())?;
         }
         for &i in &tree.leaves {
-            self.set_leaf(seq(i), &rows[i].head, true)?;
+            self.set_leaf(seq(i), &rows[i], true)?;
         }
         for &id in &tree.zeroed_usage {
             self.put(derived::ZEROED, id, Vec::new())?;
@@ -176,7 +177,7 @@ impl<'t> Encoder<'t> {
         st.live_rows = seq(tree.live_count_all());
         st.main_rows = seq(rows
             .iter()
-            .filter(|r| !r.head.flags.has(Flags::SIDECHAIN))
+            .filter(|r| !r.flags().has(Flags::SIDECHAIN))
             .count());
         Ok(())
     }
@@ -190,17 +191,17 @@ impl<'t> Encoder<'t> {
     }
 
     /// Sets or clears the leaf status of row `seq`.
-    pub fn set_leaf(&mut self, seq: u32, h: &MessageHead, leaf: bool) -> Result<(), redb::Error> {
+    pub fn set_leaf(&mut self, seq: u32, h: &impl RowHead, leaf: bool) -> Result<(), redb::Error> {
         let f = self.f;
-        let side = u8::from(h.flags.has(Flags::SIDECHAIN));
-        let time_key = (f, side, sortable_ts(h.timestamp), seq);
+        let side = u8::from(h.flags().has(Flags::SIDECHAIN));
+        let time_key = (f, side, sortable_ts(h.timestamp()), seq);
         if leaf {
-            self.put(derived::LEAF, h.uuid, seq.to_le_bytes().to_vec())?;
-            if h.kind.is_turn() {
+            self.put(derived::LEAF, h.uuid(), seq.to_le_bytes().to_vec())?;
+            if h.kind().is_turn() {
                 self.leaf_times.insert(time_key, ())?;
             }
         } else {
-            self.derived.remove((f, derived::LEAF, h.uuid.0))?;
+            self.derived.remove((f, derived::LEAF, h.uuid().0))?;
             self.leaf_times.remove(time_key)?;
         }
         Ok(())
