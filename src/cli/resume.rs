@@ -147,10 +147,11 @@ fn streamable(a: &ViewArgs) -> bool {
         && !a.no_index
 }
 
-/// Prints the chain line by line when the materialised view answered (it knows how the
-/// conversation ends): memory stays bounded by a batch of lines, and `uuids` reads no
-/// transcript byte. Otherwise (the resume walked) the lines are read whole, as [`print`]
-/// does, and the walk is stored as the view for the next resume.
+/// Prints the chain line by line: memory stays bounded by a batch of lines. When the
+/// materialised view answered, it knows how the conversation ends and `uuids` reads no
+/// transcript byte; a resume that walked first reads the lines a batch at a time to decide how
+/// the conversation ends and stores the walk as the view for the next resume
+/// ([`chainlog::Store::materialise`]).
 fn print_streamed(
     cli: &Cli,
     store: &chainlog::Store,
@@ -159,8 +160,12 @@ fn print_streamed(
     out: &mut impl Write,
 ) -> CliResult {
     let format = format_of(a);
-    let p = store.pending(path, &a.options())?;
-    let Some(interrupt) = p.interrupt() else {
+    let mut p = store.pending(path, &a.options())?;
+    // A resume that walked decides how the conversation ends and stores it as the view first,
+    // reading the lines a batch at a time; when the file changed under that read, the lines
+    // are read whole as `print` does (`read_pending` resolves again).
+    let materialised = store.materialise(&mut p);
+    let (Ok(()), Some(interrupt)) = (materialised, p.interrupt()) else {
         let conv = store.read_pending(p)?;
         return print(cli, &conv, a, out);
     };

@@ -24,10 +24,11 @@ pub struct Agents {
 /// The largest transcript whose listing row `chainlog index` fills.
 pub const LISTING_FILL_MAX: u64 = 1 << 20;
 
-/// Bytes of a resume view's lines above which [`Store::prepare_views`] leaves the view to the
-/// session's first resume: storing it reads and holds every line, and `chainlog index` keeps
-/// its memory bounded whatever the sessions hold.
-pub const VIEW_FILL_MAX: u64 = 16 << 20;
+/// The longest line a resume view may hold for [`Store::prepare_views`] to store it: storing a
+/// view parses each of its lines once (a parsed line takes up to ten times its bytes), and
+/// `chainlog index` keeps its memory bounded whatever the sessions hold. A view with a longer
+/// line is left to the session's first resume.
+pub const VIEW_LINE_MAX: u64 = 8 << 20;
 
 /// What [`Store::prepare_listing`] did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -141,7 +142,8 @@ impl Store {
     /// walk a first resume would make, and the read of the view's lines that tells how it
     /// ends, done once here, so the next resume of each is one range read and writes nothing
     /// (and a resume right after an append extends it in memory). Best effort: a session that
-    /// fails, or whose view's lines exceed `VIEW_FILL_MAX` (16 MiB), is left to its first resume.
+    /// fails, or whose view holds a line longer than [`VIEW_LINE_MAX`] (8 MiB), is left to its
+    /// first resume. The lines are read a batch at a time.
     /// Returns how many sessions were walked to store theirs.
     pub fn prepare_views(&self, paths: &[PathBuf]) -> usize {
         let sessions: Vec<PathBuf> = paths
@@ -159,16 +161,11 @@ impl Store {
             let Ok(Some(ans)) = self.resolve_indexed(p, crate::index::view::OPTIONS) else {
                 continue;
             };
-            let bytes: u64 = ans.resolution.chain.iter().map(|l| l.pos.len).sum();
-            if ans.state.is_none() || bytes > VIEW_FILL_MAX {
+            let longest = ans.resolution.chain.iter().map(|l| l.pos.len).max();
+            if ans.state.is_none() || longest.unwrap_or(0) > VIEW_LINE_MAX {
                 continue;
             }
-            let Ok(lines) = crate::resume::body::read_view(p, &ans.resolution.chain, &ans.names)
-            else {
-                continue;
-            };
-            let ending = crate::resume::interrupt::Ending::of(&lines);
-            if self.store_view(p, &ans, &ending).is_ok() {
+            if self.materialise_answer(p, &ans).is_ok() {
                 stored += 1;
             }
         }

@@ -304,6 +304,28 @@ impl Store {
         }
     }
 
+    /// Decides how the conversation of a walked [`Pending`] resume ends, reading its lines a
+    /// batch at a time ([`Ending::of_lines`]), and stores its answer as the materialised view
+    /// (best effort), so its lines can then be streamed ([`Pending::interrupt`] is known) and
+    /// the next resume reads the view. Nothing is done for a resume that already knows how it
+    /// ends, or that is cut (`--at`) or strict (not the whole view). An error reading the lines
+    /// (the file changed) is returned: [`Store::read_pending`] then resolves again.
+    pub fn materialise(&self, p: &mut Pending) -> Result<()> {
+        if p.answer.interrupt.is_some() || p.opts.strict || p.opts.at.is_some() {
+            return Ok(());
+        }
+        p.answer.interrupt = Some(self.materialise_answer(&p.path, &p.answer)?.interrupt);
+        Ok(())
+    }
+
+    /// How the whole view of `ans` (a walked answer of the default view) ends, read from the
+    /// transcript a batch at a time; stored with `ans` as the materialised view (best effort).
+    pub(crate) fn materialise_answer(&self, path: &Path, ans: &Answer) -> Result<Ending> {
+        let ending = Ending::of_lines(path, &ans.resolution.chain, &ans.names)?;
+        let _ = self.store_view(path, ans, &ending);
+        Ok(ending)
+    }
+
     fn read_pending_once(&self, p: Pending) -> Result<Conversation> {
         let entries = read_view(&p.path, &p.chain, &p.answer.names)?;
         // The answer's whole chain (neither cut nor made strict) is the view.

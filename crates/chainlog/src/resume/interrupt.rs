@@ -6,11 +6,20 @@
 //! attachment, a local command or an API-error reply is not interrupted (Claude Code
 //! 2.1.328 adds no repair there).
 
+use std::path::Path;
+
 use serde::Serialize;
 use serde_json::Value;
 
 use super::api::{Tail, cleaned_tail, suffix_tail, tool_ids};
-use super::body::ViewEntry;
+use super::body::{Lines, ViewEntry, read_view};
+use crate::chain::Link;
+use crate::error::Result;
+use crate::transcript::id::IdNames;
+
+/// Entries read back from the end of a view to decide how it ends ([`Ending::of_lines`]),
+/// multiplied by four while they cannot.
+const TAIL_FIRST: usize = 32;
 
 /// How a resumed conversation ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -26,8 +35,7 @@ pub enum Interrupt {
 
 /// Classifies the end of a view.
 pub fn detect(view: &[ViewEntry]) -> Interrupt {
-    let values: Vec<Value> = view.iter().filter_map(ViewEntry::value).collect();
-    of_tail(cleaned_tail(&values))
+    Ending::of(view).interrupt
 }
 
 fn of_tail(tail: Tail) -> Interrupt {
@@ -72,8 +80,20 @@ fn named(values: &[(u32, Value)]) -> Vec<(u64, u32)> {
 }
 
 impl Ending {
-    /// The ending of a whole view (its lines parsed once).
+    /// The ending of a whole view. Every entry is parsed once for the tool ids it names; how
+    /// it ends is decided from its last entries ([`Ending::decide`]), so the parsed form of the
+    /// whole view (10 times its bytes) is never held.
     pub(crate) fn of(view: &[ViewEntry]) -> Ending {
+        let whole = Ending::naming(view.iter().map(Ok)).expect("entries in memory");
+        whole
+            .decide(view.len(), |from| {
+                Ok(std::borrow::Cow::Borrowed(&view[from..]))
+            })
+            .expect("entries in memory")
+    }
+
+    /// The ending of a whole view from every entry parsed at once.
+    fn of_parsed(view: &[ViewEntry]) -> Ending {
         let values: Vec<(u32, Value)> = (0..)
             .zip(view)
             .filter_map(|(at, e)| Some((at, e.value()?)))
@@ -86,6 +106,62 @@ impl Ending {
         };
         ending.add(ids);
         ending
+    }
+
+    /// The tool ids of a view's entries (its interrupt not decided yet), each parsed and
+    /// dropped in turn.
+    fn naming<E: std::borrow::Borrow<ViewEntry>>(
+        entries: impl Iterator<Item = Result<E>>,
+    ) -> Result<Ending> {
+        let mut ids = Vec::new();
+        for (at, e) in (0u32..).zip(entries) {
+            if let Some(v) = e?.borrow().value() {
+                ids.extend(tool_ids(&v).into_iter().map(|id| (tool_id_hash(&id), at)));
+            }
+        }
+        let mut whole = Ending {
+            interrupt: Interrupt::None,
+            ids: Vec::new(),
+        };
+        whole.add(ids);
+        Ok(whole)
+    }
+
+    /// How the view of `len` entries whose tool ids `self` holds ends, decided from its last
+    /// entries (`tail(from)`: the entries from position `from` on) with [`Ending::extended`];
+    /// four times as many while they cannot; from all of them, parsed at once, at worst.
+    fn decide<'v>(
+        &self,
+        len: usize,
+        mut tail: impl FnMut(usize) -> Result<std::borrow::Cow<'v, [ViewEntry]>>,
+    ) -> Result<Ending> {
+        let mut back = TAIL_FIRST;
+        loop {
+            let from = len.saturating_sub(back);
+            let entries = tail(from)?;
+            if from == 0 {
+                return Ok(Ending::of_parsed(&entries));
+            }
+            let at = u32::try_from(from).expect("a view's length fits u32");
+            if let Some(ending) = self.extended(at, &entries) {
+                return Ok(ending);
+            }
+            back = back.saturating_mul(4);
+        }
+    }
+
+    /// The ending of the view `chain` of the transcript at `path`, its lines read one batch at
+    /// a time: [`Ending::of`] of the whole view, in memory bounded by a batch and the last
+    /// entries instead of every line.
+    pub(crate) fn of_lines(path: &Path, chain: &[Link], names: &IdNames) -> Result<Ending> {
+        let whole = Ending::naming(Lines::open(path, chain, names)?)?;
+        whole.decide(chain.len(), |from| {
+            Ok(std::borrow::Cow::Owned(read_view(
+                path,
+                &chain[from..],
+                names,
+            )?))
+        })
     }
 
     /// Adds named ids, keeping each one's first position.
