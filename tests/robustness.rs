@@ -415,6 +415,47 @@ fn a_first_index_does_not_hold_the_rows() {
     assert_eq!(view[99], id(150_000));
 }
 
+/// A long resume view (150,000 messages, 40 MB) is stored by `chainlog index` and by a first
+/// resume without holding its parsed lines: how the conversation ends is decided from the tool
+/// ids of every line, parsed one at a time, and the last lines. (Parsed all at once, as before,
+/// a first resume held 609 MB and `index` left the view to it.)
+#[test]
+fn a_long_view_is_stored_without_holding_its_lines() {
+    let tmp = tempfile::tempdir().unwrap();
+    let project = tmp.path().join("projects/-p");
+    std::fs::create_dir_all(&project).unwrap();
+    let path = project.join("dddddddd-dddd-4ddd-8ddd-dddddddddddd.jsonl");
+    std::fs::write(&path, chain(150_000, |_| None)).unwrap();
+    let file = path.to_str().unwrap();
+    for (first, idx) in [("index", "idx-a"), ("resume", "idx-b")] {
+        let idx = tmp.path().join(idx);
+        let idx = idx.to_str().unwrap();
+        let (kib, o) = if first == "index" {
+            peak_rss_kib(&["--index-dir", idx, "index", file])
+        } else {
+            peak_rss_kib(&["--index-dir", idx, "resume", file, "--format", "uuids"])
+        };
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        assert!(kib < MEMORY_BOUND_KIB, "{first} peaked at {kib} KiB");
+        // The next resume reads the stored view.
+        let o = chainlog(&[
+            "--index-dir",
+            idx,
+            "--json",
+            "resume",
+            file,
+            "--format",
+            "uuids",
+        ]);
+        assert!(o.status.success());
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert_eq!(out.lines().count(), 150_001, "{first}");
+        let trailer: serde_json::Value = serde_json::from_str(out.lines().last().unwrap()).unwrap();
+        assert_eq!(trailer["chainlog"]["materialised"], true, "{first}");
+        assert_eq!(trailer["chainlog"]["interrupt"], "none", "{first}");
+    }
+}
+
 #[test]
 fn gen_memory_does_not_follow_bytes() {
     let tmp = tempfile::tempdir().unwrap();

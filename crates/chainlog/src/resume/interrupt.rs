@@ -86,10 +86,11 @@ impl Ending {
     pub(crate) fn of(view: &[ViewEntry]) -> Ending {
         let whole = Ending::naming(view.iter().map(Ok)).expect("entries in memory");
         whole
-            .decide(view.len(), |from| {
+            .decide(view.len(), TAIL_FIRST, |from| {
                 Ok(std::borrow::Cow::Borrowed(&view[from..]))
             })
             .expect("entries in memory")
+            .0
     }
 
     /// The ending of a whole view from every entry parsed at once.
@@ -128,23 +129,24 @@ impl Ending {
     }
 
     /// How the view of `len` entries whose tool ids `self` holds ends, decided from its last
-    /// entries (`tail(from)`: the entries from position `from` on) with [`Ending::extended`];
-    /// four times as many while they cannot; from all of them, parsed at once, at worst.
+    /// `back` entries (`tail(from)`: the entries from position `from` on) with
+    /// [`Ending::extended`]; four times as many while they cannot; from all of them, parsed at
+    /// once, at worst. Also returns the position the deciding entries started from.
     fn decide<'v>(
         &self,
         len: usize,
+        mut back: usize,
         mut tail: impl FnMut(usize) -> Result<std::borrow::Cow<'v, [ViewEntry]>>,
-    ) -> Result<Ending> {
-        let mut back = TAIL_FIRST;
+    ) -> Result<(Ending, usize)> {
         loop {
             let from = len.saturating_sub(back);
             let entries = tail(from)?;
             if from == 0 {
-                return Ok(Ending::of_parsed(&entries));
+                return Ok((Ending::of_parsed(&entries), 0));
             }
             let at = u32::try_from(from).expect("a view's length fits u32");
             if let Some(ending) = self.extended(at, &entries) {
-                return Ok(ending);
+                return Ok((ending, from));
             }
             back = back.saturating_mul(4);
         }
@@ -155,13 +157,14 @@ impl Ending {
     /// entries instead of every line.
     pub(crate) fn of_lines(path: &Path, chain: &[Link], names: &IdNames) -> Result<Ending> {
         let whole = Ending::naming(Lines::open(path, chain, names)?)?;
-        whole.decide(chain.len(), |from| {
+        let read_tail = |from: usize| {
             Ok(std::borrow::Cow::Owned(read_view(
                 path,
                 &chain[from..],
                 names,
             )?))
-        })
+        };
+        Ok(whole.decide(chain.len(), TAIL_FIRST, read_tail)?.0)
     }
 
     /// Adds named ids, keeping each one's first position.
@@ -329,9 +332,9 @@ mod tests {
                 continue;
             };
             let view = read_view(&path, &res.chain, &t.names).unwrap();
-            let whole = Ending::of(&view);
+            let whole = Ending::of_parsed(&view);
             for cut in 1..view.len() {
-                let old = Ending::of(&view[..cut]);
+                let old = Ending::of_parsed(&view[..cut]);
                 let assistants = (0..cut)
                     .rev()
                     .filter(|&i| view[i].link.kind == Kind::Assistant)
@@ -349,5 +352,41 @@ mod tests {
         }
         eprintln!("decided {decided}, declined {declined}");
         assert!(decided > declined, "decided {decided}, declined {declined}");
+    }
+
+    /// On every fixture and real transcript, the ending of the resume view decided from its
+    /// last entries (starting from 1, 3, 8 or 32 of them), of the view in memory and of its
+    /// lines read a batch at a time, is the ending of every line parsed at once; most views
+    /// longer than the entries first read are decided before their first entry.
+    #[test]
+    fn the_ending_decided_from_the_last_entries_is_the_whole_views() {
+        let (mut windowed, mut whole_read) = (0, 0);
+        for path in crate::testing::fixture_files() {
+            let t = Transcript::open(&path).unwrap();
+            let Ok(res) = resolve(&t, ResolveOptions::default()) else {
+                continue;
+            };
+            let view = read_view(&path, &res.chain, &t.names).unwrap();
+            let want = Ending::of_parsed(&view);
+            let ids = Ending::naming(view.iter().map(Ok)).unwrap();
+            for back in [1, 3, 8, 32] {
+                let (got, from) = ids
+                    .decide(view.len(), back, |from| {
+                        Ok(std::borrow::Cow::Borrowed(&view[from..]))
+                    })
+                    .unwrap();
+                assert_eq!(got, want, "{} from the last {back}", path.display());
+                if from > 0 {
+                    windowed += 1;
+                } else if view.len() > back {
+                    whole_read += 1;
+                }
+            }
+            assert_eq!(Ending::of(&view), want, "{}", path.display());
+            let lines = Ending::of_lines(&path, &res.chain, &t.names).unwrap();
+            assert_eq!(lines, want, "{}", path.display());
+        }
+        eprintln!("decided from the last entries {windowed}, from all {whole_read}");
+        assert!(windowed > whole_read, "{windowed} vs {whole_read}");
     }
 }
