@@ -197,7 +197,7 @@ impl<'t, R: RowHead> Tree<'t, R> {
         let mut tree = Tree {
             rows,
             index,
-            parent: rows.iter().map(|r| r.parent()).collect(),
+            parent: rows.iter().map(RowHead::parent).collect(),
             alive: vec![true; rows.len()],
             leaves: Vec::new(),
             zeroed_usage: HashSet::new(),
@@ -372,10 +372,8 @@ impl<'t, R: RowHead> Tree<'t, R> {
         }
         let mut leaves = Vec::new();
         let mut seen_leaf = HashSet::new();
-        for t in 0..self.rows.len() {
-            if !self.alive[t] || has_child[t] {
-                continue;
-            }
+        let terminals = (0..self.rows.len()).filter(|&t| self.alive[t] && !has_child[t]);
+        for t in terminals {
             let mut cur = Some(t);
             let mut walked = HashSet::new();
             while let Some(i) = cur {
