@@ -142,7 +142,7 @@ impl Store {
     /// walk a first resume would make, and the read of the view's lines that tells how it
     /// ends, done once here, so the next resume of each is one range read and writes nothing
     /// (and a resume right after an append extends it in memory). Best effort: a session that
-    /// fails, or whose view holds a line longer than [`VIEW_LINE_MAX`] (8 MiB), is left to its
+    /// fails, or whose view holds a line longer than `VIEW_LINE_MAX` (8 MiB), is left to its
     /// first resume. The lines are read a batch at a time.
     /// Returns how many sessions were walked to store theirs.
     pub fn prepare_views(&self, paths: &[PathBuf]) -> usize {
