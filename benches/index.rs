@@ -183,24 +183,9 @@ fn benches(c: &mut Criterion) {
 
     // Peak RSS of a rebuild as users run it (drop, index from zero, compact).
     for (size, path, _, idx) in &files {
-        let out = std::process::Command::new("/usr/bin/time")
-            .args(["-f", "%e s %M"])
-            .arg(env!("CARGO_BIN_EXE_chainlog"))
-            .arg("--index-dir")
-            .arg(idx)
-            .arg("rebuild")
-            .arg(path)
-            .output();
-        match out {
-            Ok(o) if o.status.success() => eprintln!(
-                "rebuild/peak_rss/{}MiB: {} KiB",
-                size / MIB,
-                String::from_utf8_lossy(&o.stderr)
-                    .lines()
-                    .last()
-                    .unwrap_or("?")
-            ),
-            _ => eprintln!("rebuild/peak_rss: /usr/bin/time is not available, not measured"),
+        match timed_cmd(idx, "rebuild", path) {
+            Some(t) => eprintln!("rebuild/peak_rss/{}MiB: {t} KiB", size / MIB),
+            None => eprintln!("rebuild/peak_rss: /usr/bin/time is not available, not measured"),
         }
     }
 
@@ -269,27 +254,33 @@ fn catch_up(c: &mut Criterion, files: &Files) {
     for (size, path, _, idx) in files {
         n += 1;
         append_message(path, n);
-        let out = std::process::Command::new("/usr/bin/time")
-            .args(["-f", "%M"])
-            .arg(env!("CARGO_BIN_EXE_chainlog"))
-            .arg("--index-dir")
-            .arg(idx)
-            .arg("index")
-            .arg(path)
-            .output();
-        match out {
-            Ok(o) if o.status.success() => eprintln!(
-                "catch_up/peak_rss/{}MiB: {} KiB for one appended message (sidecar {} bytes)",
+        match timed_cmd(idx, "index", path) {
+            Some(t) => eprintln!(
+                "catch_up/peak_rss/{}MiB: {t} KiB for one appended message (sidecar {} bytes)",
                 size / MIB,
-                String::from_utf8_lossy(&o.stderr)
-                    .lines()
-                    .last()
-                    .unwrap_or("?"),
                 index_bytes(idx)
             ),
-            _ => eprintln!("catch_up/peak_rss: /usr/bin/time is not available, not measured"),
+            None => eprintln!("catch_up/peak_rss: /usr/bin/time is not available, not measured"),
         }
     }
+}
+
+/// `chainlog --index-dir <idx> <command> <path>` under `/usr/bin/time`: its wall time and peak
+/// RSS (`"<s> s <KiB>"`), or `None` when it cannot be measured.
+fn timed_cmd(idx: &Path, command: &str, path: &Path) -> Option<String> {
+    let o = std::process::Command::new("/usr/bin/time")
+        .args(["-f", "%e s %M"])
+        .arg(env!("CARGO_BIN_EXE_chainlog"))
+        .arg("--index-dir")
+        .arg(idx)
+        .arg(command)
+        .arg(path)
+        .output()
+        .ok()?;
+    let err = String::from_utf8_lossy(&o.stderr);
+    o.status
+        .success()
+        .then(|| err.lines().last().unwrap_or("?").to_owned())
 }
 
 /// `chainlog --index-dir <idx> index <path>`, as a process.
