@@ -7,12 +7,17 @@
 //!   its row written.
 //! - `floor/readdir_stat`: `read_dir` and a `stat` of each file, nothing else.
 //! - `baseline/window_lister`: a picker that reads the first and last 64 KiB of each file and
-//!   pulls a title and the timestamps out crudely (what Claude Code's picker reads).
+//!   pulls a title and the timestamps out crudely (what Claude Code's picker reads), in Rust
+//!   with `memmem` and no JSON parse: a stricter baseline than #11's.
+//! - `benches/window-lister.py` (run after criterion when `python3` is there): the same
+//!   windows with every complete line parsed (`json.loads`), the lister #11 measured cold `ls`
+//!   against; it times its own rounds, without the interpreter's start.
 //!
 //! At the end the medians and their ratios are printed. "Cold" is about the index, not the
 //! page cache (the files are cached in memory for every case alike).
 //!
-//! `CHAINLOG_BENCH_SESSIONS` overrides the session count.
+//! `CHAINLOG_BENCH_SESSIONS` overrides the session count. The bench runs with the command's
+//! allocator (mimalloc), as `chainlog ls` does.
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -26,6 +31,9 @@ use chainlog::ListOptions;
 use chainlog::Store;
 use chainlog_gen::{GenOptions, generate, write_session};
 use criterion::{Criterion, criterion_group, criterion_main};
+
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn count() -> usize {
     std::env::var("CHAINLOG_BENCH_SESSIONS")
@@ -253,6 +261,7 @@ fn benches(c: &mut Criterion) {
     });
     g.finish();
 
+    let python = python_window_lister(&projects, n);
     let ms = |name: &str| median(name) * 1e3;
     let (warm, touched, cold, floor, window) = (
         ms("warm"),
@@ -274,8 +283,34 @@ fn benches(c: &mut Criterion) {
         "  cold           {cold:9.1}   {:5.2}x the 64 KiB window lister",
         cold / window
     );
+    match python {
+        Some(py) => println!(
+            "  cold           {cold:9.1}   {:5.2}x the Python window lister ({py:.1} ms)",
+            cold / py
+        ),
+        None => println!("  (no python3: the Python window lister was not run)"),
+    }
     println!("  read_dir+stat  {floor:9.1}");
     println!("  window lister  {window:9.1}");
+}
+
+/// The median milliseconds of `benches/window-lister.py` over `projects` (5 rounds), or `None`
+/// without `python3`. It must find the `n` sessions.
+fn python_window_lister(projects: &Path, n: usize) -> Option<f64> {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/window-lister.py");
+    let out = std::process::Command::new("python3")
+        .arg(script)
+        .arg(projects)
+        .arg("5")
+        .output()
+        .ok()?;
+    assert!(out.status.success(), "window-lister.py: {out:?}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut fields = text.split_whitespace();
+    let ms: f64 = fields.next()?.parse().ok()?;
+    let found: usize = fields.next()?.parse().ok()?;
+    assert_eq!(found, n, "the Python lister found every session");
+    Some(ms)
 }
 
 criterion_group!(listing, benches);

@@ -141,6 +141,33 @@ fn same_length_edit_outside_the_last_chunk_is_seen() {
 }
 
 #[test]
+fn an_empty_transcript_is_not_reindexed_at_every_catch_up() {
+    // Found by `catching_up_a_tree_at_once_matches_the_scan` when its file was not settled
+    // yet: an empty file's tail hash was never set, so every catch-up called it rewritten.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir
+        .path()
+        .join("projects/p/00000000-0000-4000-8000-000000000001.jsonl");
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(&path, b"").unwrap();
+    let store = Store::new(dir.path().join("index"));
+    let first = store.catch_up(&path).unwrap();
+    assert_eq!(
+        first.reindexed, None,
+        "a new file is indexed, not re-indexed"
+    );
+    for _ in 0..3 {
+        let again = store.catch_up(&path).unwrap();
+        assert_eq!(again.reindexed, None, "nothing changed: {again:?}");
+    }
+    // It grows: caught up from where it was, not from the start.
+    std::fs::write(&path, line(0, None, 10) + "\n").unwrap();
+    let grown = store.catch_up(&path).unwrap();
+    assert_eq!((grown.reindexed, grown.lines), (None, 1), "{grown:?}");
+    assert_index_answers(&store, &path);
+}
+
+#[test]
 fn a_torn_tail_that_goes_away_is_forgotten() {
     // #7 repro 8: the unterminated tail is cut off again; the index stops reporting it.
     let (_dir, path, store) = setup(10);

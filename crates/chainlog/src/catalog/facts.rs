@@ -175,6 +175,14 @@ impl SessionFacts {
         out: &mut impl std::io::Write,
         schema: u32,
     ) -> std::io::Result<()> {
+        let mut line = Vec::with_capacity(1024);
+        self.render_listing_json(&mut line, schema);
+        out.write_all(&line)
+    }
+
+    /// [`SessionFacts::write_listing_json`] appended to `line` (no copy through a buffer of
+    /// its own).
+    fn render_listing_json(&self, line: &mut Vec<u8>, schema: u32) {
         let row = ListingJson {
             session_id: &self.session_id,
             path: &self.path,
@@ -203,13 +211,12 @@ impl SessionFacts {
             team_name: &self.team_name,
             schema,
         };
-        let mut line = Vec::with_capacity(1024);
-        if serde_json::to_writer(&mut line, &row).is_err() {
-            line.clear();
+        let start = line.len();
+        if serde_json::to_writer(&mut *line, &row).is_err() {
+            line.truncate(start);
             line.extend_from_slice(b"null");
         }
         line.push(b'\n');
-        out.write_all(&line)
     }
 
     /// [`SessionFacts::write_listing_json`] of each of `sessions`, in order: the lines are
@@ -220,18 +227,18 @@ impl SessionFacts {
         schema: u32,
     ) -> std::io::Result<()> {
         use rayon::prelude::*;
-        let runs: Vec<std::io::Result<Vec<u8>>> = sessions
+        let runs: Vec<Vec<u8>> = sessions
             .par_chunks(256)
             .map(|run| {
                 let mut bytes = Vec::with_capacity(run.len() * 1024);
                 for f in run {
-                    f.write_listing_json(&mut bytes, schema)?;
+                    f.render_listing_json(&mut bytes, schema);
                 }
-                Ok(bytes)
+                bytes
             })
             .collect();
         for run in runs {
-            out.write_all(&run?)?;
+            out.write_all(&run)?;
         }
         Ok(())
     }

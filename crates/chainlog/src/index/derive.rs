@@ -34,14 +34,18 @@ pub type Rows<T = MessageRow> = (Vec<T>, HashMap<Id, Option<Id>>);
 const LOAD_BATCH: usize = 4096;
 
 /// Loads every row (in map order, each turned into a `T` by `keep` as it is decoded) and
-/// progress entry of file `f`.
+/// progress entry of file `f`. `expected` rows are made room for at once: a vector that
+/// grows by doubling holds its old and new buffers at once (1.5× the rows at the peak) with
+/// allocators that do not remap.
 pub fn load_rows<T>(
     rows_t: &impl ReadableTable<(u32, u32), &'static [u8]>,
     progress_t: &impl ReadableTable<(u32, [u8; 16]), &'static [u8]>,
     f: u32,
+    expected: u32,
     mut keep: impl FnMut(MessageRow) -> T,
 ) -> Fault<Rows<T>> {
-    let mut rows = Vec::new();
+    // Capped: a damaged count must not reserve gigabytes (the vector grows past it if need be).
+    let mut rows = Vec::with_capacity((expected as usize).min(1 << 24));
     let mut from = 0u32;
     loop {
         let stored = super::guard::read("rows", || {
@@ -149,7 +153,7 @@ pub fn derive(
     let loaded = {
         let rows_t = txn.open_table(ROWS)?;
         let progress_t = txn.open_table(PROGRESS)?;
-        load_rows(&rows_t, &progress_t, st.file, Slim::from)
+        load_rows(&rows_t, &progress_t, st.file, st.rows, Slim::from)
     };
     let (rows, progress) = loaded.map_err(ingest_error)?;
     let tree = Tree::project(&rows, &progress, Projection::Resume);

@@ -158,6 +158,12 @@ pub(crate) fn prefix_matches(
     file: &File,
     st: &FileState,
 ) -> Result<bool, redb::Error> {
+    if st.indexed_len == 0 {
+        // Nothing indexed, nothing to compare: an empty file's tail was never hashed (its
+        // catch-ups read no byte), and taking it for rewritten re-indexed it at every
+        // catch-up, dropping its stored view each time.
+        return Ok(true);
+    }
     let base = st.indexed_len / CHUNK_SIZE * CHUNK_SIZE;
     let mut tail = vec![0u8; (st.indexed_len - base) as usize];
     if file.read_exact_at(&mut tail, base).is_err() || hash16(&tail) != st.tail_hash {
