@@ -482,6 +482,53 @@ fn after_index_every_resume_reads_its_view_and_writes_nothing() {
     }
 }
 
+/// A first index writes the keys of `uuids` in sorted runs of 65,536: a uuid that comes back
+/// after a run was written (with another parent) is found there, not taken for a new message;
+/// a message names a parent that arrives after it; then more of both are appended.
+#[test]
+fn a_first_index_finds_a_duplicate_written_runs_earlier() {
+    use std::fmt::Write as _;
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::new(dir.path().join("index"));
+    let path = dir.path().join("projects/p/s.jsonl");
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let id = |n: u64| format!("00000000-0000-4000-8000-{n:012x}");
+    let line = |text: &mut String, n: u64, parent: Option<u64>| {
+        let parent = parent.map_or("null".to_owned(), |p| format!("\"{}\"", id(p)));
+        let ty = if n % 2 == 1 { "user" } else { "assistant" };
+        writeln!(
+            text,
+            r#"{{"parentUuid":{parent},"type":"{ty}","message":{{"role":"{ty}","content":"m{n}"}},"uuid":"{}","sessionId":"s","timestamp":"2026-01-01T00:00:00.000Z"}}"#,
+            id(n)
+        )
+        .unwrap();
+    };
+    let mut text = String::new();
+    for n in 1..=70_000u64 {
+        line(&mut text, n, n.checked_sub(1).filter(|&p| p > 0));
+    }
+    // Message 10 again, under message 5: its first position stays, 6..9 become a branch.
+    line(&mut text, 10, Some(5));
+    // 70,001 names 70,002 before it arrives.
+    line(&mut text, 70_001, Some(70_002));
+    line(&mut text, 70_002, Some(70_000));
+    std::fs::write(&path, &text).unwrap();
+    store.catch_up(&path).unwrap();
+    assert_same(&store, &path, "a duplicate runs later", true);
+    let mut more = String::new();
+    line(&mut more, 70_003, Some(70_001));
+    line(&mut more, 20, Some(70_003));
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .unwrap()
+        .write_all(more.as_bytes())
+        .unwrap();
+    let next = store.catch_up(&path).unwrap();
+    assert_eq!(next.reindexed, None);
+    assert_same(&store, &path, "a duplicate appended", true);
+}
+
 /// A file that did not grow past the bytes a catch-up saw (its lines and a torn tail) may have
 /// been edited in place anywhere: a resume then catches up (which checks every chunk), never
 /// reads the new state in memory. Here a uuid in the first 64 KiB chunk is changed in place
