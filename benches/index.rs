@@ -13,7 +13,8 @@
 //! Sizes: 10 MiB and 100 MiB by default; `CHAINLOG_BENCH_GIB=N` adds 1 GiB up to N GiB.
 //! Every benchmark first checks that the index answers exactly what the full scan answers.
 //! Index size / transcript size is printed once per file, and for the real transcripts and a
-//! generated tree of varied sessions (`index size/*`).
+//! generated tree of varied sessions (`index size/*`). The bench runs with the command's
+//! allocator (mimalloc), as `chainlog` does.
 
 use std::hint::black_box;
 use std::io::Write;
@@ -26,6 +27,9 @@ use chainlog::reference::resolve;
 use chainlog::view::read_view;
 use chainlog_gen::{GenOptions, generate_to};
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 const MIB: u64 = 1 << 20;
 
