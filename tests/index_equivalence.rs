@@ -482,26 +482,33 @@ fn after_index_every_resume_reads_its_view_and_writes_nothing() {
     }
 }
 
+/// The uuid of message `n` of the hand-built transcripts below.
+fn msg_id(n: u64) -> String {
+    format!("00000000-0000-4000-8000-{n:012x}")
+}
+
+/// One line of a hand-built transcript: message `n` (odd: a user, even: an assistant) under
+/// `parent`, saying `content`.
+fn message_line(n: u64, parent: Option<u64>, content: &str) -> String {
+    let parent = parent.map_or("null".to_owned(), |p| format!("\"{}\"", msg_id(p)));
+    let ty = if n % 2 == 1 { "user" } else { "assistant" };
+    format!(
+        r#"{{"parentUuid":{parent},"type":"{ty}","message":{{"role":"{ty}","content":"{content}"}},"uuid":"{}","sessionId":"s","timestamp":"2026-01-01T00:00:00.000Z"}}"#,
+        msg_id(n)
+    ) + "\n"
+}
+
 /// A first index writes the keys of `uuids` in sorted runs of 65,536: a uuid that comes back
 /// after a run was written (with another parent) is found there, not taken for a new message;
 /// a message names a parent that arrives after it; then more of both are appended.
 #[test]
 fn a_first_index_finds_a_duplicate_written_runs_earlier() {
-    use std::fmt::Write as _;
     let dir = tempfile::tempdir().unwrap();
     let store = Store::new(dir.path().join("index"));
     let path = dir.path().join("projects/p/s.jsonl");
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    let id = |n: u64| format!("00000000-0000-4000-8000-{n:012x}");
     let line = |text: &mut String, n: u64, parent: Option<u64>| {
-        let parent = parent.map_or("null".to_owned(), |p| format!("\"{}\"", id(p)));
-        let ty = if n % 2 == 1 { "user" } else { "assistant" };
-        writeln!(
-            text,
-            r#"{{"parentUuid":{parent},"type":"{ty}","message":{{"role":"{ty}","content":"m{n}"}},"uuid":"{}","sessionId":"s","timestamp":"2026-01-01T00:00:00.000Z"}}"#,
-            id(n)
-        )
-        .unwrap();
+        *text += &message_line(n, parent, &format!("m{n}"));
     };
     let mut text = String::new();
     for n in 1..=70_000u64 {
@@ -535,26 +542,14 @@ fn a_first_index_finds_a_duplicate_written_runs_earlier() {
 /// (not the last complete one, which every catch-up checks) while a torn tail stays as it was.
 #[test]
 fn an_in_place_edit_behind_a_torn_tail_is_not_read_in_memory() {
-    use std::fmt::Write as _;
     let dir = tempfile::tempdir().unwrap();
     let store = Store::new(dir.path().join("index"));
     let path = dir.path().join("project/s.jsonl");
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    let id = |n: u64| format!("00000000-0000-4000-8000-{n:012x}");
     let mut text = String::new();
     for n in 1..=200u64 {
-        let parent = n
-            .checked_sub(1)
-            .filter(|&p| p > 0)
-            .map_or("null".to_owned(), |p| format!("\"{}\"", id(p)));
-        let ty = if n % 2 == 1 { "user" } else { "assistant" };
-        writeln!(
-            text,
-            r#"{{"parentUuid":{parent},"type":"{ty}","message":{{"role":"{ty}","content":"{}"}},"uuid":"{}","sessionId":"s","timestamp":"2026-01-01T00:00:00.000Z"}}"#,
-            "x".repeat(900),
-            id(n)
-        )
-        .unwrap();
+        let parent = n.checked_sub(1).filter(|&p| p > 0);
+        text += &message_line(n, parent, &"x".repeat(900));
     }
     text += r#"{"parentUuid":"#; // torn
     std::fs::write(&path, &text).unwrap();
@@ -563,8 +558,8 @@ fn an_in_place_edit_behind_a_torn_tail_is_not_read_in_memory() {
         .unwrap();
     // Message 2's uuid changed in place: message 3 now names a parent no line has.
     let edited = text.replacen(
-        &format!("\"uuid\":\"{}\"", id(2)),
-        &format!("\"uuid\":\"{}\"", id(999)),
+        &format!("\"uuid\":\"{}\"", msg_id(2)),
+        &format!("\"uuid\":\"{}\"", msg_id(999)),
         1,
     );
     assert_eq!(edited.len(), text.len());
