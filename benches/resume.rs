@@ -18,7 +18,8 @@
 //!
 //! Printed once per case: the view's length, and the peak RSS of `chainlog resume` and of
 //! `chainlog resume --no-index` (`/usr/bin/time -f %M`). Every case first checks that the
-//! index's answer came from the materialised view and equals the full scan's.
+//! index's answer came from the materialised view and equals the full scan's. The bench runs
+//! with the command's allocator (mimalloc), as `chainlog` does.
 
 use std::hint::black_box;
 use std::io::Write;
@@ -29,6 +30,9 @@ use std::time::{Duration, Instant};
 use chainlog::{ResumeOptions, Store};
 use chainlog_gen::{GenOptions, generate_to};
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
+
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 const MIB: u64 = 1 << 20;
 
