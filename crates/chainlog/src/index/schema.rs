@@ -170,7 +170,8 @@ pub struct FileState {
     pub lines: u64,
     /// Rows (messages) in map order.
     pub rows: u32,
-    /// blake3/16 of the bytes from the last complete chunk boundary to `indexed_len`.
+    /// blake3/16 of the bytes from the last complete chunk boundary to `indexed_len` (not set
+    /// while nothing is indexed: an empty prefix matches without it, `prefix_matches`).
     pub tail_hash: [u8; 16],
     /// Rows that are not sidechain (an all-sidechain file is an agent transcript).
     pub main_rows: u32,

@@ -307,8 +307,7 @@ impl Store {
     /// Decides how the conversation of a walked [`Pending`] resume ends, reading its lines a
     /// batch at a time (only the last lines are held parsed), and stores its answer as the
     /// materialised view (best effort), so its lines can then be streamed
-    /// ([`Pending::interrupt`] is known) and
-    /// the next resume reads the view. Nothing is done for a resume that already knows how it
+    /// ([`Pending::interrupt`] is known) and the next resume reads the view. Nothing is done for a resume that already knows how it
     /// ends, or that is cut (`--at`) or strict (not the whole view). An error reading the lines
     /// (the file changed) is returned: [`Store::read_pending`] then resolves again.
     pub fn materialise(&self, p: &mut Pending) -> Result<()> {
