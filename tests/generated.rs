@@ -426,7 +426,7 @@ fn check_read_view(path: &Path, bytes: &[u8], t: &Transcript, view: View, ctx: &
         // The file's entry, lossily repaired if it needs that (SPEC A1).
         let original = ViewEntry {
             link: link.clone(),
-            json: line.to_vec(),
+            json: line.to_vec().into(),
         }
         .value();
         prop_assert!(original.is_some(), "{}: the file's line does not parse", c);

@@ -278,7 +278,7 @@ fn rot_trials(path: &Path, store: &Store, db: &Path, trials: u64) -> Vec<(Damage
         .unwrap()
         .entries()
         .iter()
-        .map(|e| e.json.clone())
+        .map(|e| e.json.to_vec())
         .collect();
     for (o, w) in opts.iter().zip(&want) {
         let a = store.resolve(path, *o).unwrap();

@@ -154,7 +154,7 @@ fn resume_view_hands_over_upgraded_entries() {
         let view = read_view(&path, &r.chain, &t.names).unwrap();
         let got: Vec<String> = view
             .iter()
-            .map(|e| String::from_utf8(e.json.clone()).unwrap())
+            .map(|e| String::from_utf8(e.json.to_vec()).unwrap())
             .collect();
         assert_eq!(got, after[lines.clone()], "view ending at {leaf}");
         // Entries the step leaves alone are the file's bytes, not a re-serialisation.

@@ -461,7 +461,7 @@ impl ChainReader<'_> {
             return Ok(v.clone());
         }
         let raw = self.lines.line(self.path, link.pos)?;
-        let v = entry(raw, link, &self.t.names, self.path)?.value();
+        let v = entry(raw.into(), link, &self.t.names, self.path)?.value();
         *self.last.borrow_mut() = Some((link.pos.offset, v.clone()));
         Ok(v)
     }

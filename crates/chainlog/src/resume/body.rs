@@ -13,7 +13,8 @@ use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::sync::LazyLock;
 
-use memchr::memmem::Finder;
+use bytes::Bytes;
+use memchr::memmem::{Finder, FinderRev};
 
 use serde_json::Value;
 
@@ -27,8 +28,11 @@ use crate::transcript::id::{Id, IdNames};
 pub struct ViewEntry {
     /// The chain link.
     pub link: Link,
-    /// The JSON line (without newline): raw bytes, or the projected re-serialisation.
-    pub json: Vec<u8>,
+    /// The JSON line (without newline): raw bytes, or the projected re-serialisation. A line
+    /// handed over as written is a slice of the buffer its run of adjacent lines was read into
+    /// (no copy per line); an entry kept long after the others keeps that buffer (up to
+    /// [`BATCH`]) alive: copy its bytes to keep one line alone.
+    pub json: Bytes,
 }
 
 impl ViewEntry {
@@ -63,8 +67,9 @@ pub struct Lines<'a> {
     names: &'a IdNames,
     next: usize,
     ready: VecDeque<ViewEntry>,
-    /// The last batch's bytes, kept for the next batch (no fresh pages per batch).
-    buf: Vec<u8>,
+    /// The last batch's bytes, read into again by the next batch when no entry of it is held
+    /// any more (no fresh pages per batch).
+    batch: Bytes,
 }
 
 impl<'a> Lines<'a> {
@@ -77,7 +82,7 @@ impl<'a> Lines<'a> {
             names,
             next: 0,
             ready: VecDeque::new(),
-            buf: Vec::new(),
+            batch: Bytes::new(),
         })
     }
 
@@ -101,27 +106,38 @@ impl<'a> Lines<'a> {
             let link = &self.links[start];
             let raw = read_line(&self.file, self.path, link.pos)?;
             self.ready
-                .push_back(entry(raw, link, self.names, self.path)?);
+                .push_back(entry(raw.into(), link, self.names, self.path)?);
             return Ok(());
         }
         let len = usize::try_from(total).map_err(|_| Error::Changed {
             path: self.path.into(),
         })?;
-        let mut buf = std::mem::take(&mut self.buf);
+        // The last batch's buffer when the caller let go of its entries (its bytes then stand,
+        // so growing it zeroes only what is new), else a fresh one.
+        let mut buf = std::mem::take(&mut self.batch)
+            .try_into_mut()
+            .map(Vec::from)
+            .unwrap_or_default();
+        if buf.capacity() < len {
+            // Room for any batch at once: growing would copy the stale bytes.
+            buf.clear();
+            buf.reserve_exact(len.max(BATCH as usize));
+        }
         buf.resize(len, 0);
         self.file
-            .read_exact_at(&mut buf[..len], first.offset)
+            .read_exact_at(&mut buf, first.offset)
             .map_err(|e| read_error(&e, self.path, first))?;
+        let batch = Bytes::from(buf);
         let mut at = 0;
         for link in &self.links[start..end] {
             let n = usize::try_from(link.pos.len).unwrap_or(usize::MAX);
-            let raw = &buf[at..at + n];
+            let keep = content_of(&batch[at..at + n], self.path, link.pos)?;
+            let raw = batch.slice(at + keep.start..at + keep.end);
             at += n;
-            let keep = content_of(raw, self.path, link.pos)?;
-            let e = entry(raw[keep].to_vec(), link, self.names, self.path)?;
+            let e = entry(raw, link, self.names, self.path)?;
             self.ready.push_back(e);
         }
-        self.buf = buf;
+        self.batch = batch;
         Ok(())
     }
 }
@@ -143,7 +159,7 @@ impl Iterator for Lines<'_> {
 
 /// The entry of `link` from its line's content `raw`: checked to be the expected message and
 /// projected.
-pub fn entry(raw: Vec<u8>, link: &Link, names: &IdNames, path: &Path) -> Result<ViewEntry> {
+pub fn entry(raw: Bytes, link: &Link, names: &IdNames, path: &Path) -> Result<ViewEntry> {
     let projected = project(&raw, link, names).ok_or_else(|| Error::BadEntry {
         position: Position {
             path: path.into(),
@@ -160,19 +176,21 @@ pub fn entry(raw: Vec<u8>, link: &Link, names: &IdNames, path: &Path) -> Result<
         link: link.clone(),
         json: match projected {
             Projected::AsWritten => raw,
-            Projected::Rewritten(json) => json,
+            Projected::Rewritten(json) => json.into(),
         },
     })
 }
 
-/// The keys [`as_written`] looks for, their searchers built once.
-static UUID_KEY: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"\"uuid\":\""));
+/// The keys [`as_written`] looks for, their searchers built once. Claude Code writes
+/// `parentUuid` first and `uuid` after the message: each is looked for from its end of the line.
+static UUID_KEY: LazyLock<FinderRev<'static>> = LazyLock::new(|| FinderRev::new(b"\"uuid\":\""));
 static PARENT_KEY: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"\"parentUuid\":"));
 
-/// Whether `raw` holds the key `key` followed right away by `value`.
-fn names_at(raw: &[u8], key: &Finder<'_>, value: &[u8]) -> bool {
-    key.find_iter(raw)
-        .any(|at| raw[at + key.needle().len()..].starts_with(value))
+/// Whether `raw` holds the key found at one of `found` followed right away by `value`.
+fn names_at(raw: &[u8], found: impl IntoIterator<Item = usize>, key: &[u8], value: &[u8]) -> bool {
+    found
+        .into_iter()
+        .any(|at| raw[at + key.len()..].starts_with(value))
 }
 
 /// Whether the line `raw` of `link` is handed over as written without a parse: the projections
@@ -189,7 +207,7 @@ fn as_written(raw: &[u8], link: &Link, names: &IdNames) -> bool {
     let mut want = Vec::with_capacity(40);
     names.write_name(link.uuid, &mut want);
     want.push(b'"');
-    if !names_at(raw, &UUID_KEY, &want) {
+    if !names_at(raw, UUID_KEY.rfind_iter(raw), UUID_KEY.needle(), &want) {
         return false;
     }
     want.clear();
@@ -201,7 +219,7 @@ fn as_written(raw: &[u8], link: &Link, names: &IdNames) -> bool {
         }
         None => want.extend_from_slice(b"null"),
     }
-    names_at(raw, &PARENT_KEY, &want)
+    names_at(raw, PARENT_KEY.find_iter(raw), PARENT_KEY.needle(), &want)
 }
 
 /// What the projections make of a line.
@@ -349,5 +367,56 @@ mod tests {
         ));
         assert!(accepted(&spaced, &link(A, Some(P))));
         assert!(!accepted(&spaced, &link(B, Some(P))));
+    }
+
+    /// Adjacent lines handed over as written are slices of one read, not a copy each; once
+    /// the caller lets go of a run's entries, the next run is read into the same buffer.
+    #[test]
+    fn adjacent_lines_share_one_read_and_its_buffer_is_read_into_again() {
+        let ids = [A, B, P];
+        let lines: Vec<String> = (0..3)
+            .map(|i: usize| {
+                let parent = i.checked_sub(1).map_or("null".into(), |p| format!("\"{}\"", ids[p]));
+                format!(
+                    r#"{{"parentUuid":{parent},"type":"user","message":{{"role":"user","content":"m{i}"}},"uuid":"{}"}}"#,
+                    ids[i]
+                ) + "\n"
+            })
+            .collect();
+        // Run one: the three lines; a blank line; run two: the first two again.
+        let mut text = String::new();
+        let mut links = Vec::new();
+        for (n, i) in [0, 1, 2, usize::MAX, 0, 1].into_iter().enumerate() {
+            if i == usize::MAX {
+                text.push('\n');
+                continue;
+            }
+            let mut l = link(ids[i], i.checked_sub(1).map(|p| ids[p]));
+            l.pos = LinePos {
+                line: n as u64 + 1,
+                offset: text.len() as u64,
+                len: lines[i].len() as u64,
+            };
+            text += &lines[i];
+            links.push(l);
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        std::fs::write(&path, &text).unwrap();
+        let names = IdNames::default();
+        let mut read = Lines::open(&path, &links, &names).unwrap();
+        let first: Vec<ViewEntry> = read.by_ref().take(3).map(Result::unwrap).collect();
+        for (e, line) in first.iter().zip(&lines) {
+            assert_eq!(e.json, line.trim_end().as_bytes());
+        }
+        let at = |e: &ViewEntry| e.json.as_ptr() as usize;
+        assert_eq!(at(&first[1]), at(&first[0]) + lines[0].len(), "one read");
+        assert_eq!(at(&first[2]), at(&first[1]) + lines[1].len(), "one read");
+        let base = at(&first[0]);
+        drop(first);
+        let rest: Vec<ViewEntry> = read.map(Result::unwrap).collect();
+        assert_eq!(rest.len(), 2);
+        assert_eq!(rest[1].json, lines[1].trim_end().as_bytes());
+        assert_eq!(at(&rest[0]), base, "run two read into run one's buffer");
     }
 }

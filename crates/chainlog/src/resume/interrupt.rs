@@ -239,7 +239,7 @@ mod tests {
                 spliced: false,
                 zero_usage: false,
             },
-            json: json.as_bytes().to_vec(),
+            json: json.as_bytes().to_vec().into(),
         }
     }
 

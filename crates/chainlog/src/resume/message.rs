@@ -91,7 +91,7 @@ pub struct Message {
     /// The content.
     pub blocks: Vec<Block>,
     /// The line as handed over (byte-identical to the file unless a projection changed it).
-    pub raw: Vec<u8>,
+    pub raw: bytes::Bytes,
 }
 
 impl Message {
@@ -102,7 +102,7 @@ impl Message {
     }
 
     /// Reads a parsed line whose uuid is `uuid`; `raw` is the line.
-    pub fn from_value(v: &Value, uuid: String, raw: Vec<u8>) -> Message {
+    pub fn from_value(v: &Value, uuid: String, raw: bytes::Bytes) -> Message {
         let s = |k: &str| v.get(k).and_then(Value::as_str).map(str::to_owned);
         let role = match v.get("type").and_then(Value::as_str) {
             Some("user") => Role::User,

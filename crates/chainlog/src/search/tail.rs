@@ -77,7 +77,7 @@ pub(super) struct Found {
 fn found(bytes: &[u8], offset: u64, len: u64) -> Option<Found> {
     let v: Value = crate::resume::body::parse_value(bytes)?;
     let uuid = v.get("uuid")?.as_str()?.to_owned();
-    let m = Message::from_value(&v, uuid, Vec::new());
+    let m = Message::from_value(&v, uuid, bytes::Bytes::new());
     let keep = match m.role {
         Role::User | Role::Assistant => true,
         Role::System => m.subtype.as_deref() == Some("local_command"),

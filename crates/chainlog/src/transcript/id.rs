@@ -89,7 +89,8 @@ impl IdNames {
     /// Appends the text of `id` as the transcript wrote it to `out` (no allocation for a
     /// UUID: what a resume does for every line it hands over).
     pub fn write_name(&self, id: Id, out: &mut Vec<u8>) {
-        if let Some(text) = self.0.get(&id) {
+        // Most transcripts name no non-UUID id: no hash then.
+        if let Some(text) = (!self.0.is_empty()).then(|| self.0.get(&id)).flatten() {
             out.extend_from_slice(text.as_bytes());
         } else {
             let mut buf = [0u8; uuid::fmt::Hyphenated::LENGTH];
