@@ -23,7 +23,7 @@
 //! | `listing` | path | header + bytes | what `ls` shows of a session, with the stat it is valid for (`catalog::cache`) |
 //! | `counts` | (file, kind, id) | count | entries of a `children` or `msg_ids` range (checked by scans) |
 //! | `sidechains` | (file, seq) | () | rows of `isSidechain` messages (inline sub-agents), counted in [`FileState::sidechain_rows`] |
-//! | `view` | (file, n) | head, then fixed link records | the materialised resume view ([`super::view`]) |
+//! | `view` | (file, n) | head, then blocks of fixed link records | the materialised resume view ([`super::view`]) |
 
 use redb::TableDefinition;
 
@@ -55,7 +55,9 @@ use redb::TableDefinition;
 ///   append extends the view instead of leaving the next resume to walk.
 /// - 11: value checksums are CRC-32 (`codec`) instead of truncated blake3: a checksum per row
 ///   read was 7 % of a warm `ls`.
-pub const INDEX_SCHEMA_VERSION: u32 = 11;
+/// - 12: `view` links are stored [`super::view::BLOCK`] records per value: redb's work per
+///   entry was most of a warm resume of 10,000 messages.
+pub const INDEX_SCHEMA_VERSION: u32 = 12;
 
 /// The lowest and highest 16-byte ids, for range scans over one file's rows.
 pub const ID_FIRST: [u8; 16] = [0; 16];

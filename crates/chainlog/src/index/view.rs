@@ -4,10 +4,12 @@
 //!
 //! # Design
 //! One table, `view`, keyed `(file, n)`: `n = 0` holds the [`Head`] (the leaf, how the walk
-//! ended, the bridges, and the [`Stamp`] of the file state it was computed for); `n = 1..=len`
-//! hold the chain's links root first, fixed [`LINK_LEN`]-byte records. Every value carries the
-//! key-covering checksum of [`super::codec`], and the head records how many links follow, so a
-//! damaged value or key is caught ([`IndexFault::Damaged`]) instead of answered.
+//! ended, the bridges, and the [`Stamp`] of the file state it was computed for); `n = 1..`
+//! hold the chain's links root first, [`BLOCK`] fixed [`LINK_LEN`]-byte records per value (a
+//! value per link made redb's per-entry work most of a warm resume of 10,000 messages). Every
+//! value carries the key-covering checksum of [`super::codec`], and the head records how many
+//! links follow (every block but the last is full), so a damaged value or key is caught
+//! ([`IndexFault::Damaged`]) instead of answered.
 //!
 //! The view is written by a default resume that had to walk (the file changed, or no view was
 //! stored for its state): the walk and the read of its lines were needed for the answer
@@ -111,13 +113,21 @@ fn rule_code(rule: LeafRule) -> u8 {
 /// parent, written parent.
 pub const LINK_LEN: usize = 16 + 8 + 8 + 8 + 1 + 1 + 16 + 16;
 
+/// Link records per `view` value.
+pub const BLOCK: usize = 256;
+
+/// The `view` key of the block holding link `i` (0-based).
+fn block_of(i: usize) -> u32 {
+    u32::try_from(i / BLOCK + 1).unwrap_or(u32::MAX)
+}
+
 const HAS_PARENT: u8 = 1;
 const HAS_WRITTEN: u8 = 2;
 const SPLICED: u8 = 4;
 const ZERO_USAGE: u8 = 8;
 
-fn encode_link(l: &Link) -> Vec<u8> {
-    let mut b = Vec::with_capacity(LINK_LEN + 4);
+/// Appends the record of `l` to `b`.
+fn encode_link(l: &Link, b: &mut Vec<u8>) {
     b.extend_from_slice(&l.uuid.0);
     b.extend_from_slice(&l.pos.line.to_le_bytes());
     b.extend_from_slice(&l.pos.offset.to_le_bytes());
@@ -135,7 +145,6 @@ fn encode_link(l: &Link) -> Vec<u8> {
     b.push(flags);
     b.extend_from_slice(&l.parent.map_or([0; 16], |p| p.0));
     b.extend_from_slice(&l.written_parent.map_or([0; 16], |p| p.0));
-    b
 }
 
 fn decode_link(b: &[u8]) -> Option<Link> {
@@ -226,7 +235,8 @@ pub fn store(
     put(&mut t, st, res, 0, ending)
 }
 
-/// Writes the head of `res` and its links, numbered after `kept` links already stored.
+/// Writes the head of `res` and its links, after `kept` links already stored (the block that
+/// holds the last of them is written again with its kept records).
 fn put(
     t: &mut redb::Table<'_, (u32, u32), &'static [u8]>,
     st: &FileState,
@@ -241,17 +251,45 @@ fn put(
         t.retain_in((f, 0)..=(f, u32::MAX), |_, _| false)?;
         return Ok(());
     }
-    t.insert((f, 0), encode(&key_of(f, 0), &head).as_slice())?;
-    // Records of a longer view stored before (none when the links after `kept` were spliced
-    // again: a splice never drops a link) go.
-    t.retain_in((f, head.len + 1)..=(f, u32::MAX), |_, _| false)?;
-    let first = u32::try_from(kept + 1).unwrap_or(u32::MAX);
-    for (n, link) in (first..).zip(&res.chain) {
-        t.insert(
-            (f, n),
-            tag(&key_of(f, u64::from(n)), encode_link(link)).as_slice(),
-        )?;
+    // The kept records of the first block written.
+    let mut block = block_of(kept);
+    let carried = kept % BLOCK * LINK_LEN;
+    let mut body = Vec::with_capacity(BLOCK * LINK_LEN + 4);
+    if carried > 0 {
+        let key = key_of(f, u64::from(block));
+        let old = t.get((f, block))?;
+        match old.as_ref().and_then(|v| untag(&key, v.value())) {
+            Some(b) if b.len() >= carried => body.extend_from_slice(&b[..carried]),
+            // Not what the head promised: no view rather than a wrong one.
+            _ => {
+                drop(old);
+                t.retain_in((f, 0)..=(f, u32::MAX), |_, _| false)?;
+                return Ok(());
+            }
+        }
     }
+    t.insert((f, 0), encode(&key_of(f, 0), &head).as_slice())?;
+    for link in &res.chain {
+        encode_link(link, &mut body);
+        if body.len() == BLOCK * LINK_LEN {
+            let full = std::mem::replace(&mut body, Vec::with_capacity(BLOCK * LINK_LEN + 4));
+            t.insert(
+                (f, block),
+                tag(&key_of(f, u64::from(block)), full).as_slice(),
+            )?;
+            block += 1;
+        }
+    }
+    if !body.is_empty() {
+        t.insert(
+            (f, block),
+            tag(&key_of(f, u64::from(block)), body).as_slice(),
+        )?;
+        block += 1;
+    }
+    // Blocks of a longer view stored before (none when the links after `kept` were spliced
+    // again: a splice never drops a link) go.
+    t.retain_in((f, block)..=(f, u32::MAX), |_, _| false)?;
     Ok(())
 }
 
@@ -325,33 +363,56 @@ pub(crate) fn load_older(
     )
 }
 
-/// The link records of file `f` from record `first` on, in order: one range scan with its
-/// iteration and values under the guard, each record decoded where redb holds it (no copy).
+/// The links of file `f` from link `first` (0-based) to `len`, in order: one range scan over
+/// their blocks with its iteration and values under the guard, each record decoded where redb
+/// holds it (no copy).
 fn load_links(
     t: &impl ReadableTable<(u32, u32), &'static [u8]>,
     f: u32,
-    first: u32,
+    first: usize,
+    len: usize,
 ) -> Result<Vec<Link>, IndexFault> {
     let damaged = |what: String| IndexFault::damaged("view", what);
-    let records = read("view", || {
-        t.range((f, first)..=(f, u32::MAX))?
-            .map(|item| {
-                item.map(|(k, v)| {
-                    let n = k.value().1;
-                    (
-                        n,
-                        untag(&key_of(f, u64::from(n)), v.value()).and_then(decode_link),
-                    )
-                })
-            })
-            .collect::<Result<Vec<_>, redb::StorageError>>()
-    })?;
-    let mut chain = Vec::with_capacity(records.len());
-    for (n, link) in records {
-        if n as usize != first as usize + chain.len() {
-            return Err(damaged(format!("record {n} out of order")));
+    if first >= len {
+        return Ok(Vec::new());
+    }
+    let (from, to) = (block_of(first), block_of(len - 1));
+    let mut chain = Vec::with_capacity(len - first);
+    let mut fault = None;
+    read("view", || {
+        for (expect, item) in (from..).zip(t.range((f, from)..=(f, to))?) {
+            let (k, v) = item?;
+            let n = k.value().1;
+            let at = (n as usize - 1) * BLOCK;
+            let want = BLOCK.min(len - at) * LINK_LEN;
+            let links = untag(&key_of(f, u64::from(n)), v.value())
+                .filter(|r| n == expect && r.len() == want)
+                .and_then(|r| {
+                    r.chunks_exact(LINK_LEN)
+                        .skip(first.saturating_sub(at))
+                        .map(decode_link)
+                        .collect::<Option<Vec<_>>>()
+                });
+            match links {
+                Some(l) => chain.extend(l),
+                None => {
+                    fault = Some(n);
+                    break;
+                }
+            }
         }
-        chain.push(link.ok_or_else(|| damaged(format!("record {n} fails its checksum")))?);
+        Ok::<_, redb::StorageError>(())
+    })?;
+    if let Some(n) = fault {
+        return Err(damaged(format!(
+            "block {n} fails its checksum or is out of place"
+        )));
+    }
+    if chain.len() != len - first {
+        return Err(damaged(format!(
+            "{} links from {first} stored, {len} expected",
+            chain.len() + first
+        )));
     }
     Ok(chain)
 }
@@ -377,19 +438,9 @@ fn load_if(
     if !accept(&head.stamp) {
         return Ok(None);
     }
-    let first = last.map_or(1, |k| {
-        head.len
-            .saturating_sub(u32::try_from(k).unwrap_or(u32::MAX))
-            + 1
-    });
-    let chain = load_links(t, f, first)?;
-    if first as usize + chain.len() != head.len as usize + 1 {
-        return Err(damaged(format!(
-            "{} records from {first} stored, {} expected",
-            chain.len(),
-            head.len
-        )));
-    }
+    let len = head.len as usize;
+    let first = last.map_or(0, |k| len.saturating_sub(k));
+    let chain = load_links(t, f, first, len)?;
     let leaf = match head.leaf {
         Some((id, code)) => Some((
             id,
@@ -539,6 +590,47 @@ mod tests {
         }
     }
 
+    /// A view longer than a block, extended one append at a time across a block's end and
+    /// then by several blocks at once, stays the full scan's answer, read from the stored
+    /// blocks (the block holding the kept end is written again with its kept records).
+    #[test]
+    fn a_view_extended_across_its_blocks_matches_the_scan() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("p/t.jsonl");
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        let start = 2 * BLOCK as u64 - 2;
+        let text: String = (1..=start)
+            .map(|n| line(n, (n > 1).then(|| n - 1)))
+            .collect();
+        std::fs::write(&path, text).unwrap();
+        let store = Store::new(dir.path().join("idx"));
+        store
+            .conversation(&path, &crate::ResumeOptions::default())
+            .unwrap();
+        let check = |n: u64| {
+            let ans = store.resolve_indexed(&path, OPTIONS).unwrap().unwrap();
+            assert!(ans.materialised(), "line {n}: walked");
+            let scan = Store::reference(&path, OPTIONS, String::new()).unwrap();
+            assert_eq!(ans.resolution, scan.resolution, "line {n}");
+            assert_eq!(ans.resolution.chain.len() as u64, n);
+        };
+        check(start);
+        for n in start + 1..=start + 4 {
+            append(&path, &line(n, Some(n - 1)));
+            let done = store.catch_up(&path).unwrap();
+            assert_eq!(done.view, crate::sidecar::ViewUpdate::Extended, "line {n}");
+            check(n);
+        }
+        let end = start + 4 + 2 * BLOCK as u64 + 3;
+        let more: String = (start + 5..=end).map(|n| line(n, Some(n - 1))).collect();
+        append(&path, &more);
+        store.catch_up(&path).unwrap();
+        store
+            .conversation(&path, &crate::ResumeOptions::default())
+            .unwrap();
+        check(end);
+    }
+
     /// A tool result appended for a call of a response already on the view (a parallel call
     /// answered late) is spliced after that response, not at the end: the catch-up splices the
     /// end of the view again from that response on.
@@ -612,14 +704,19 @@ mod tests {
             spliced: true,
             zero_usage: false,
         };
-        assert_eq!(decode_link(&encode_link(&l)), Some(l.clone()));
+        let record = |l: &Link| {
+            let mut b = Vec::new();
+            encode_link(l, &mut b);
+            b
+        };
+        assert_eq!(decode_link(&record(&l)), Some(l.clone()));
         l.written_parent = Some(Id([3; 16]));
         l.parent = None;
         l.spliced = false;
         l.zero_usage = true;
         l.kind = Kind::User;
-        assert_eq!(encode_link(&l).len(), LINK_LEN);
-        assert_eq!(decode_link(&encode_link(&l)), Some(l));
+        assert_eq!(record(&l).len(), LINK_LEN);
+        assert_eq!(decode_link(&record(&l)), Some(l));
     }
 
     #[test]
