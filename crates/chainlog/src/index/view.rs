@@ -381,31 +381,29 @@ fn load_links(
     let mut fault = None;
     read("view", || {
         for (expect, item) in (from..).zip(t.range((f, from)..=(f, to))?) {
-            let (k, v) = item?;
-            let n = k.value().1;
-            let at = (n as usize - 1) * BLOCK;
+            let (key, value) = item?;
+            let block = key.value().1;
+            let at = (block as usize - 1) * BLOCK;
             let want = BLOCK.min(len - at) * LINK_LEN;
-            let links = untag(&key_of(f, u64::from(n)), v.value())
-                .filter(|r| n == expect && r.len() == want)
+            let links = untag(&key_of(f, u64::from(block)), value.value())
+                .filter(|r| block == expect && r.len() == want)
                 .and_then(|r| {
                     r.chunks_exact(LINK_LEN)
                         .skip(first.saturating_sub(at))
                         .map(decode_link)
                         .collect::<Option<Vec<_>>>()
                 });
-            match links {
-                Some(l) => chain.extend(l),
-                None => {
-                    fault = Some(n);
-                    break;
-                }
-            }
+            let Some(links) = links else {
+                fault = Some(block);
+                break;
+            };
+            chain.extend(links);
         }
         Ok::<_, redb::StorageError>(())
     })?;
-    if let Some(n) = fault {
+    if let Some(block) = fault {
         return Err(damaged(format!(
-            "block {n} fails its checksum or is out of place"
+            "block {block} fails its checksum or is out of place"
         )));
     }
     if chain.len() != len - first {
