@@ -55,7 +55,7 @@ use redb::TableDefinition;
 ///   append extends the view instead of leaving the next resume to walk.
 /// - 11: value checksums are CRC-32 (`codec`) instead of truncated blake3: a checksum per row
 ///   read was 7 % of a warm `ls`.
-/// - 12: `view` links are stored [`super::view::BLOCK`] records per value: redb's work per
+/// - 12: `view` links are stored 256 records per value (`view::BLOCK`): redb's work per
 ///   entry was most of a warm resume of 10,000 messages.
 pub const INDEX_SCHEMA_VERSION: u32 = 12;
 

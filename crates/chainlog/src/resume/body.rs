@@ -31,7 +31,7 @@ pub struct ViewEntry {
     /// The JSON line (without newline): raw bytes, or the projected re-serialisation. A line
     /// handed over as written is a slice of the buffer its run of adjacent lines was read into
     /// (no copy per line); an entry kept long after the others keeps that buffer (up to
-    /// [`BATCH`]) alive: copy its bytes to keep one line alone.
+    /// 1 MiB) alive: copy its bytes to keep one line alone.
     pub json: Bytes,
 }
 
