@@ -14,6 +14,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
+use std::hash::BuildHasher;
 use std::io::{Read, Seek, SeekFrom};
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::Path;
@@ -477,6 +478,77 @@ struct Tables<'t> {
     counts: redb::Table<'t, (u32, u8, [u8; 16]), &'static [u8]>,
     /// Changes of [`COUNTS`] not written yet.
     count_deltas: BTreeMap<(u8, [u8; 16]), i64>,
+    /// The edges of a first index of the file, written once at its end ([`FromZero`]).
+    zero: Option<FromZero>,
+}
+
+/// The random-key edges (`uuids`, `children`, `msg_ids` and their `counts`) of a file indexed
+/// from zero, kept in memory and written once, at the end, in key order. Runs of sorted keys
+/// inserted into a growing tree land all over it and leave its pages ~65 % full (a quarter of
+/// a large index was such slack); one ascending pass fills them, and a duplicate uuid is a
+/// lookup in memory. Memory: ~40 bytes per message while the file is read, ~70 while the edges
+/// are written (every Vec with its growth slack), less than what the derivation that follows
+/// holds at its peak.
+#[derive(Default)]
+struct FromZero {
+    /// Every message row's uuid, by position.
+    ids: Vec<[u8; 16]>,
+    /// Positions in `ids`, found by uuid.
+    index: hashbrown::HashTable<u32>,
+    hasher: std::hash::RandomState,
+    /// Per row: the on-disk parent of its (last) line: a row's position, [`NO_PARENT`], or
+    /// [`FOREIGN`] for an id no row had when the line was read (kept in `foreign`).
+    parents: Vec<u32>,
+    foreign: std::collections::HashMap<u32, [u8; 16]>,
+    /// `(position, message.id hash)` of the assistant rows, by position.
+    mids: Vec<(u32, u64)>,
+}
+
+/// See [`FromZero::parents`].
+const NO_PARENT: u32 = u32::MAX;
+/// See [`FromZero::parents`].
+const FOREIGN: u32 = u32::MAX - 1;
+
+impl FromZero {
+    /// The position of the row with uuid `id`.
+    fn seq_of(&self, id: &[u8; 16]) -> Option<u32> {
+        let h = self.hasher.hash_one(id);
+        self.index
+            .find(h, |&s| self.ids[s as usize] == *id)
+            .copied()
+    }
+
+    /// Adds a row with uuid `id` (not stored yet) at position `seq`, the next one.
+    fn add(&mut self, id: [u8; 16], seq: u32) {
+        debug_assert_eq!(seq as usize, self.ids.len());
+        let (ids, hasher) = (&self.ids, &self.hasher);
+        self.index.insert_unique(hasher.hash_one(id), seq, |&s| {
+            hasher.hash_one(ids[s as usize])
+        });
+        self.ids.push(id);
+        self.parents.push(NO_PARENT);
+    }
+
+    /// Records the parent and response of the line now stored at row `seq`.
+    fn set(&mut self, seq: u32, parent: Option<Id>, mid: Option<u64>) {
+        self.foreign.remove(&seq);
+        self.parents[seq as usize] = match parent {
+            None => NO_PARENT,
+            Some(p) => self.seq_of(&p.0).unwrap_or_else(|| {
+                self.foreign.insert(seq, p.0);
+                FOREIGN
+            }),
+        };
+        match (self.mids.binary_search_by_key(&seq, |m| m.0), mid) {
+            (Ok(i), Some(mid)) => self.mids[i].1 = mid,
+            (Ok(i), None) => {
+                self.mids.remove(i);
+            }
+            // A new row's goes at the end; a duplicate's (rare) in its place.
+            (Err(i), Some(mid)) => self.mids.insert(i, (seq, mid)),
+            (Err(_), None) => {}
+        }
+    }
 }
 
 /// Pending keys are written out in sorted runs of this many rows (bounds memory).
@@ -485,9 +557,13 @@ const SORTED_RUN: usize = 1 << 16;
 impl Tables<'_> {
     /// Whether a message or progress entry with this uuid is stored (or pending).
     fn known(&self, id: Id) -> Result<bool, redb::Error> {
-        Ok(self.pending_uuids.contains_key(&id.0)
-            || self.uuids.get((self.f, id.0))?.is_some()
-            || self.progress.get((self.f, id.0))?.is_some())
+        let stored = match &self.zero {
+            Some(z) => z.seq_of(&id.0).is_some(),
+            None => {
+                self.pending_uuids.contains_key(&id.0) || self.uuids.get((self.f, id.0))?.is_some()
+            }
+        };
+        Ok(stored || self.progress.get((self.f, id.0))?.is_some())
     }
 
     /// Remembers `id` in [`FORWARD`] when no entry has it yet: the projections depend on it
@@ -504,6 +580,67 @@ impl Tables<'_> {
         if self.forward.remove((self.f, id.0))?.is_some() {
             batch.structural = true;
         }
+        Ok(())
+    }
+
+    /// Writes the edges of a first index, each table in one ascending pass, with the counts
+    /// of their ranges (the tables hold nothing of the file yet). Each list is dropped before
+    /// the next is built.
+    fn flush_from_zero(&mut self, z: FromZero) -> Result<(), redb::Error> {
+        let f = self.f;
+        let FromZero {
+            ids,
+            index,
+            parents,
+            foreign,
+            mids,
+            ..
+        } = z;
+        drop(index);
+        let mut children = Vec::with_capacity(parents.len());
+        children.extend((0..).zip(parents).filter_map(|(seq, p)| match p {
+            NO_PARENT => None,
+            FOREIGN => Some((*foreign.get(&seq)?, seq)),
+            p => Some((ids[p as usize], seq)),
+        }));
+        drop(foreign);
+        children.sort_unstable();
+        for &(p, seq) in &children {
+            self.children.insert((f, p, seq), ())?;
+        }
+        // `counts` in key order: the children's (kind 0) now, the responses' (kind 1) last.
+        for group in children.chunk_by(|a, b| a.0 == b.0) {
+            self.put_count(counts::CHILDREN, group[0].0, group.len())?;
+        }
+        drop(children);
+        let mut uuids: Vec<([u8; 16], u32)> = ids.into_iter().zip(0..).collect();
+        uuids.sort_unstable();
+        for &(id, seq) in &uuids {
+            self.uuids.insert((f, id), seq)?;
+        }
+        drop(uuids);
+        let mut mids: Vec<(u64, u32)> = mids.into_iter().map(|(seq, mid)| (mid, seq)).collect();
+        mids.sort_unstable();
+        for &(mid, seq) in &mids {
+            self.msg_ids.insert((f, mid, seq), ())?;
+        }
+        let mut groups: Vec<([u8; 16], usize)> = mids
+            .chunk_by(|a, b| a.0 == b.0)
+            .map(|g| (counts::mid_key(g[0].0), g.len()))
+            .collect();
+        groups.sort_unstable();
+        for (key, n) in groups {
+            self.put_count(counts::MSG_IDS, key, n)?;
+        }
+        Ok(())
+    }
+
+    /// Stores `n` as the count of range `(kind, id)`.
+    fn put_count(&mut self, kind: u8, id: [u8; 16], n: usize) -> Result<(), redb::Error> {
+        let f = self.f;
+        let n = i64::try_from(n).unwrap_or(i64::MAX);
+        let v = tag(&id_key(f, kind, id), n.to_le_bytes().to_vec());
+        self.counts.insert((f, kind, id), v.as_slice())?;
         Ok(())
     }
 
@@ -557,7 +694,9 @@ impl Tables<'_> {
             .get((f, seq))?
             .and_then(|v| decode::<MessageRow>(&key_of(f, seq.into()), v.value()));
         if let Some(old) = old {
+            // A first index keeps one parent and response per row: the new line's replace them.
             if let Some(p) = old.head.parent
+                && self.zero.is_none()
                 && !self.pending_children.remove(&(p.0, seq))
                 && self.children.remove((f, p.0, seq))?.is_some()
             {
@@ -567,6 +706,7 @@ impl Tables<'_> {
                     .or_default() -= 1;
             }
             if let Some(mid) = old.head.message_id
+                && self.zero.is_none()
                 && !self.pending_msg_ids.remove(&(mid, seq))
                 && self.msg_ids.remove((f, mid, seq))?.is_some()
             {
@@ -618,9 +758,10 @@ impl Tables<'_> {
                 if structural(&head) {
                     batch.structural = true;
                 }
-                let existing = match self.pending_uuids.get(&head.uuid.0) {
-                    Some(&seq) => Some(seq),
-                    None => self.uuids.get((f, head.uuid.0))?.map(|v| v.value()),
+                let existing = match (&self.zero, self.pending_uuids.get(&head.uuid.0)) {
+                    (Some(z), _) => z.seq_of(&head.uuid.0),
+                    (None, Some(&seq)) => Some(seq),
+                    (None, None) => self.uuids.get((f, head.uuid.0))?.map(|v| v.value()),
                 };
                 let seq = if let Some(seq) = existing {
                     batch.structural = true;
@@ -631,13 +772,31 @@ impl Tables<'_> {
                     let seq = st.rows;
                     st.rows += 1;
                     self.arrived(batch, head.uuid)?;
-                    self.pending_uuids.insert(head.uuid.0, seq);
+                    match &mut self.zero {
+                        Some(z) => z.add(head.uuid.0, seq),
+                        None => {
+                            self.pending_uuids.insert(head.uuid.0, seq);
+                        }
+                    }
                     batch.new_rows.push(seq);
                     seq
                 };
                 if let Some(p) = head.parent {
                     self.name(p)?;
-                    self.pending_children.insert((p.0, seq));
+                }
+                let mid = match (head.kind, head.message_id) {
+                    (Kind::Assistant, Some(mid)) => Some(mid),
+                    _ => None,
+                };
+                if let Some(z) = &mut self.zero {
+                    z.set(seq, head.parent, mid);
+                } else {
+                    if let Some(p) = head.parent {
+                        self.pending_children.insert((p.0, seq));
+                    }
+                    if let Some(mid) = mid {
+                        self.pending_msg_ids.insert((mid, seq));
+                    }
                 }
                 for &id in &head.snip_removed {
                     self.name(id)?;
@@ -646,9 +805,6 @@ impl Tables<'_> {
                     for id in [seg.head, seg.anchor, seg.tail] {
                         self.name(id)?;
                     }
-                }
-                if let (Kind::Assistant, Some(mid)) = (head.kind, head.message_id) {
-                    self.pending_msg_ids.insert((mid, seq));
                 }
                 if head.flags.has(Flags::SIDECHAIN)
                     && self.sidechains.insert((f, seq), ())?.is_none()
@@ -692,6 +848,8 @@ fn ingest_from(
         pending_msg_ids: BTreeSet::new(),
         counts: txn.open_table(COUNTS)?,
         count_deltas: BTreeMap::new(),
+        // No row of the file yet: its edge tables are empty (a restart dropped them).
+        zero: (st.rows == 0).then(FromZero::default),
     };
     let io = |e| IngestError::Io(Error::io("transcript", e));
     let base = st.indexed_len / CHUNK_SIZE * CHUNK_SIZE;
@@ -766,7 +924,10 @@ fn ingest_from(
     if let Some(e) = failure {
         return Err(e.into());
     }
-    tables.flush()?;
+    match tables.zero.take() {
+        Some(z) => tables.flush_from_zero(z)?,
+        None => tables.flush()?,
+    }
     let mut names_t = txn.open_table(NAMES)?;
     for (id, text) in names.iter() {
         if names_t.insert((tables.f, id.0), text)?.is_none() {
@@ -795,7 +956,134 @@ impl<E: Into<redb::Error>> From<E> for IngestError {
 
 #[cfg(test)]
 mod tests {
-    use super::settled;
+    use super::*;
+    use redb::ReadableDatabase;
+
+    /// The `(key, value)` pairs of the tables a catch-up writes, as text.
+    fn dump(db: &redb::Database) -> Vec<String> {
+        fn all<K: redb::Key + 'static, V: redb::Value + 'static>(
+            txn: &redb::ReadTransaction,
+            def: redb::TableDefinition<K, V>,
+            out: &mut Vec<String>,
+        ) where
+            for<'a> K::SelfType<'a>: std::fmt::Debug,
+            for<'a> V::SelfType<'a>: std::fmt::Debug,
+        {
+            let t = txn.open_table(def).unwrap();
+            for item in t.iter().unwrap() {
+                let (k, v) = item.unwrap();
+                out.push(format!(
+                    "{}: {:?} {:?}",
+                    redb::TableHandle::name(&def),
+                    k.value(),
+                    v.value()
+                ));
+            }
+        }
+        let txn = db.begin_read().unwrap();
+        let mut out = Vec::new();
+        all(&txn, ROWS, &mut out);
+        all(&txn, UUIDS, &mut out);
+        all(&txn, CHILDREN, &mut out);
+        all(&txn, MSG_IDS, &mut out);
+        all(&txn, COUNTS, &mut out);
+        all(&txn, SIDECHAINS, &mut out);
+        all(&txn, FORWARD, &mut out);
+        all(&txn, PROGRESS, &mut out);
+        out
+    }
+
+    /// Catches `path` up in `db` (key `t`).
+    fn index(db: &redb::Database, path: &Path) -> CatchUp {
+        let txn = db.begin_write().unwrap();
+        super::super::schema::create_all(&txn).unwrap();
+        let (done, _) = catch_up(&txn, "t", path).unwrap();
+        txn.commit().unwrap();
+        done
+    }
+
+    /// `text` indexed at once, and caught up a few lines at a time: what each index holds.
+    fn at_once_and_by_parts(text: &[u8]) -> (Vec<String>, Vec<String>) {
+        let ends: Vec<usize> = (0..text.len())
+            .filter(|&i| text[i] == b'\n')
+            .map(|i| i + 1)
+            .collect();
+        let dir = tempfile::tempdir().unwrap();
+        let whole = dir.path().join("whole.jsonl");
+        std::fs::write(&whole, text).unwrap();
+        let at_once = redb::Database::create(dir.path().join("a.redb")).unwrap();
+        index(&at_once, &whole);
+        let parts = dir.path().join("parts.jsonl");
+        std::fs::write(&parts, &text[..ends[0]]).unwrap();
+        let by_parts = redb::Database::create(dir.path().join("b.redb")).unwrap();
+        index(&by_parts, &parts);
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&parts)
+            .unwrap();
+        for w in ends.windows(4).step_by(3) {
+            std::io::Write::write_all(&mut f, &text[w[0]..w[3]]).unwrap();
+            assert!(index(&by_parts, &parts).reindexed.is_none());
+        }
+        let done = ends.len() - 1 - (ends.len() - 1) % 3;
+        std::io::Write::write_all(&mut f, &text[ends[done]..]).unwrap();
+        index(&by_parts, &parts);
+        assert_eq!(std::fs::read(&parts).unwrap(), text);
+        (dump(&at_once), dump(&by_parts))
+    }
+
+    /// A first index writes its edges once, at its end, in key order ([`FromZero`]); a
+    /// catch-up of appended lines writes them as they come, in sorted runs. On every fixture
+    /// and real transcript, and on duplicate uuids whose later line changes the parent, the
+    /// response and the sidechain flag, the file indexed at once and the same file caught up
+    /// three lines at a time hold the same rows, `uuids`, `children`, `msg_ids`, `counts`,
+    /// `sidechains`, `forward` and `progress` entries.
+    #[test]
+    fn a_first_index_writes_the_edges_that_appends_write() {
+        let id = |n: u64| format!("00000000-0000-4000-8000-{n:012x}");
+        let entry = |n: u64, parent: Option<u64>, ty: &str, mid: &str, side: bool| {
+            let parent = parent.map_or("null".into(), |p| format!("\"{}\"", id(p)));
+            format!(
+                r#"{{"parentUuid":{parent},"isSidechain":{side},"type":"{ty}","message":{{"id":"{mid}","role":"{ty}","content":"x"}},"uuid":"{}","sessionId":"s","timestamp":"2026-01-01T00:00:{n:02}.000Z"}}"#,
+                id(n)
+            ) + "\n"
+        };
+        let duplicates = [
+            entry(1, None, "user", "", false),
+            entry(2, Some(1), "assistant", "m1", false),
+            entry(3, Some(2), "assistant", "m1", true),
+            entry(4, Some(3), "user", "", false),
+            entry(3, Some(1), "assistant", "m2", false),
+            entry(5, Some(4), "assistant", "m2", false),
+            entry(2, Some(1), "assistant", "m3", false),
+            entry(6, Some(5), "user", "", false),
+            entry(7, Some(6), "user", "", true),
+        ]
+        .concat();
+        let (at_once, by_parts) = at_once_and_by_parts(duplicates.as_bytes());
+        assert_eq!(at_once, by_parts, "duplicates");
+        let count = |table: &str| at_once.iter().filter(|e| e.starts_with(table)).count();
+        assert_eq!(
+            (
+                count("uuids"),
+                count("children"),
+                count("msg_ids"),
+                count("sidechains")
+            ),
+            (7, 6, 3, 1)
+        );
+        let mut compared = 0;
+        for src in crate::testing::fixture_files() {
+            let text = std::fs::read(&src).unwrap();
+            if memchr::memchr_iter(b'\n', &text).nth(1).is_none() {
+                continue;
+            }
+            let (at_once, by_parts) = at_once_and_by_parts(&text);
+            assert_eq!(at_once, by_parts, "{}", src.display());
+            compared += 1;
+        }
+        assert!(compared > 10, "{compared} transcripts compared");
+    }
 
     /// A whole-second modification time (a filesystem keeping seconds) needs 2 s before the
     /// read to be trusted; a finer one 100 ms.
