@@ -12,7 +12,8 @@
 //!
 //! Sizes: 10 MiB and 100 MiB by default; `CHAINLOG_BENCH_GIB=N` adds 1 GiB up to N GiB.
 //! Every benchmark first checks that the index answers exactly what the full scan answers.
-//! Index size / transcript size is printed once per file, and for the real transcripts and a
+//! Index size (disk usage, as `du` counts it; the apparent length beside it) / transcript size
+//! is printed once per file, and for the real transcripts and a
 //! generated tree of varied sessions (`index size/*`). The bench runs with the command's
 //! allocator (mimalloc), as `chainlog` does.
 
@@ -53,7 +54,21 @@ fn transcript(dir: &Path, bytes: u64) -> PathBuf {
     path
 }
 
+/// The disk space of the sidecars in `dir`, as `du` counts it: redb extends its file by
+/// doubling it (sparse) when a write after a compaction needs a page, so the apparent length
+/// can be twice what is stored.
 fn index_bytes(dir: &Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::read_dir(dir).map_or(0, |rd| {
+        rd.flatten()
+            .filter_map(|e| e.metadata().ok())
+            .map(|m| m.blocks() * 512)
+            .sum()
+    })
+}
+
+/// The apparent length of the sidecars in `dir` (`ls -l`).
+fn index_len(dir: &Path) -> u64 {
     std::fs::read_dir(dir).map_or(0, |rd| {
         rd.flatten()
             .filter_map(|e| e.metadata().ok())
@@ -105,7 +120,8 @@ fn size_of_tree(label: &str, tree: &Path, tmp: &Path) {
     #[expect(clippy::cast_precision_loss, reason = "a ratio for people")]
     let ratio = index as f64 / bytes.max(1) as f64;
     eprintln!(
-        "index size/{label}: {index} bytes of sidecars for {bytes} bytes in {} transcripts = {:.1}%",
+        "index size/{label}: {index} bytes of sidecars on disk ({} apparent) for {bytes} bytes in {} transcripts = {:.1}%",
+        index_len(&idx),
         files.len(),
         ratio * 100.0
     );
@@ -155,8 +171,9 @@ fn benches(c: &mut Criterion) {
         #[expect(clippy::cast_precision_loss, reason = "a ratio for people")]
         let ratio = index_bytes(&idx) as f64 / len as f64;
         eprintln!(
-            "index size: {} bytes for a {len}-byte transcript = {:.2}% ({})",
+            "index size: {} bytes on disk ({} apparent) for a {len}-byte transcript = {:.2}% ({})",
             index_bytes(&idx),
+            index_len(&idx),
             ratio * 100.0,
             path.display()
         );
@@ -260,7 +277,7 @@ fn catch_up(c: &mut Criterion, files: &Files) {
         append_message(path, n);
         match timed_cmd(idx, "index", path) {
             Some(t) => eprintln!(
-                "catch_up/peak_rss/{}MiB: {t} KiB for one appended message (sidecar {} bytes)",
+                "catch_up/peak_rss/{}MiB: {t} KiB for one appended message (sidecar {} bytes on disk)",
                 size / MIB,
                 index_bytes(idx)
             ),
