@@ -484,8 +484,8 @@ struct Tables<'t> {
 
 /// The random-key edges (`uuids`, `children`, `msg_ids` and their `counts`) of a file indexed
 /// from zero, kept in memory and written once, at the end, in key order. Runs of sorted keys
-/// inserted into a growing tree land all over it and leave its pages ~65 % full (a quarter of
-/// a large index was such slack); one ascending pass fills them, and a duplicate uuid is a
+/// inserted into a growing tree land all over it and leave its pages ~65 % full (a fifth of a
+/// large index was such slack); one ascending pass fills them, and a duplicate uuid is a
 /// lookup in memory. Memory: ~40 bytes per message while the file is read, ~70 while the edges
 /// are written (every Vec with its growth slack), less than what the derivation that follows
 /// holds at its peak.
