@@ -4,7 +4,9 @@
 //! on a noisy machine:
 //! - `resume/*`: resume of a bounded view (compactions every ~2 MiB) inside files of growing
 //!   size, from the warm index vs a full scan (`--no-index`).
-//! - `rebuild/*`: indexing a file from zero vs the reference full scan (the parse floor).
+//! - `rebuild/*`: indexing a file from zero vs the reference full scan (the parse floor):
+//!   `index` is `Store::rebuild` (drop the file's rows, index, compact), `first_index` a
+//!   catch-up into a new sidecar (what `chainlog index` does for a transcript it has not seen).
 //! - `catch_up/*`: appending one message and catching the index up, vs an unchanged call (in
 //!   the library and as `chainlog index` processes), and the command's peak RSS per size.
 //!
@@ -220,6 +222,20 @@ fn benches(c: &mut Criterion) {
         });
         g.bench_with_input(BenchmarkId::new("scan_floor", &label), path, |b, path| {
             b.iter(|| black_box(Transcript::open(path).unwrap().rows.len()));
+        });
+        // `chainlog index` of a transcript no sidecar knows yet: a fresh index folder each time.
+        g.bench_with_input(BenchmarkId::new("first_index", &label), path, |b, path| {
+            let fresh = tempfile::tempdir().unwrap();
+            let mut n = 0u64;
+            b.iter_batched(
+                || {
+                    let _ = std::fs::remove_dir_all(fresh.path().join(n.to_string()));
+                    n += 1;
+                    Store::new(fresh.path().join(n.to_string()))
+                },
+                |store| black_box(store.catch_up(path).unwrap().bytes),
+                criterion::BatchSize::PerIteration,
+            );
         });
     }
     g.finish();
