@@ -591,28 +591,57 @@ impl Tables<'_> {
         let FromZero {
             ids,
             index,
-            parents,
+            hasher,
+            mut parents,
             foreign,
             mids,
-            ..
         } = z;
+        // A parent written after its child is a message after all.
+        let mut others: Vec<([u8; 16], u32)> = Vec::new();
+        for (seq, p) in foreign {
+            let h = hasher.hash_one(p);
+            match index.find(h, |&s| ids[s as usize] == p) {
+                Some(&ps) => parents[seq as usize] = ps,
+                None => others.push((p, seq)),
+            }
+        }
         drop(index);
+        // `counts` of children: the difference from one per message, none per other id.
+        let mut per_row = vec![0u32; ids.len()];
+        for &p in &parents {
+            if p < FOREIGN {
+                per_row[p as usize] += 1;
+            }
+        }
+        let mut child_counts: Vec<([u8; 16], i64)> = per_row
+            .iter()
+            .zip(&ids)
+            .filter(|&(&n, _)| i64::from(n) != counts::expected_children(true))
+            .map(|(&n, id)| (*id, i64::from(n) - counts::expected_children(true)))
+            .collect();
+        drop(per_row);
         let mut children = Vec::with_capacity(parents.len());
-        children.extend((0..).zip(parents).filter_map(|(seq, p)| match p {
-            NO_PARENT => None,
-            FOREIGN => Some((*foreign.get(&seq)?, seq)),
-            p => Some((ids[p as usize], seq)),
+        children.extend(
+            (0..)
+                .zip(parents)
+                .filter(|&(_, p)| p < FOREIGN)
+                .map(|(seq, p)| (ids[p as usize], seq)),
+        );
+        others.sort_unstable();
+        child_counts.extend(others.chunk_by(|a, b| a.0 == b.0).map(|g| {
+            let n = i64::try_from(g.len()).unwrap_or(i64::MAX);
+            (g[0].0, n - counts::expected_children(false))
         }));
-        drop(foreign);
+        children.append(&mut others);
         children.sort_unstable();
         for &(p, seq) in &children {
             self.children.insert((f, p, seq), ())?;
         }
-        // `counts` in key order: the children's (kind 0) now, the responses' (kind 1) last.
-        for group in children.chunk_by(|a, b| a.0 == b.0) {
-            self.put_count(counts::CHILDREN, group[0].0, group.len())?;
-        }
         drop(children);
+        child_counts.sort_unstable();
+        for (id, n) in child_counts {
+            self.put_count(counts::CHILDREN, id, n)?;
+        }
         let mut uuids: Vec<([u8; 16], u32)> = ids.into_iter().zip(0..).collect();
         uuids.sort_unstable();
         for &(id, seq) in &uuids {
@@ -630,15 +659,14 @@ impl Tables<'_> {
             .collect();
         groups.sort_unstable();
         for (key, n) in groups {
-            self.put_count(counts::MSG_IDS, key, n)?;
+            self.put_count(counts::MSG_IDS, key, i64::try_from(n).unwrap_or(i64::MAX))?;
         }
         Ok(())
     }
 
     /// Stores `n` as the count of range `(kind, id)`.
-    fn put_count(&mut self, kind: u8, id: [u8; 16], n: usize) -> Result<(), redb::Error> {
+    fn put_count(&mut self, kind: u8, id: [u8; 16], n: i64) -> Result<(), redb::Error> {
         let f = self.f;
-        let n = i64::try_from(n).unwrap_or(i64::MAX);
         let v = tag(&id_key(f, kind, id), n.to_le_bytes().to_vec());
         self.counts.insert((f, kind, id), v.as_slice())?;
         Ok(())
@@ -772,11 +800,15 @@ impl Tables<'_> {
                     let seq = st.rows;
                     st.rows += 1;
                     self.arrived(batch, head.uuid)?;
-                    match &mut self.zero {
-                        Some(z) => z.add(head.uuid.0, seq),
-                        None => {
-                            self.pending_uuids.insert(head.uuid.0, seq);
-                        }
+                    if let Some(z) = &mut self.zero {
+                        z.add(head.uuid.0, seq);
+                    } else {
+                        self.pending_uuids.insert(head.uuid.0, seq);
+                        // A message's count is stored as the difference from one child.
+                        *self
+                            .count_deltas
+                            .entry((counts::CHILDREN, head.uuid.0))
+                            .or_default() -= counts::expected_children(true);
                     }
                     batch.new_rows.push(seq);
                     seq

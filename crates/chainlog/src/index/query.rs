@@ -142,13 +142,21 @@ impl IndexGraph {
     /// entries checked against `counts`.
     pub(crate) fn children_of(&self, parent: Id) -> Result<Vec<(u32, MessageRow)>, IndexFault> {
         let (out, on_disk) = self.dec.children_counted(parent)?;
-        self.check_count(counts::CHILDREN, parent.0, on_disk)?;
+        let expected = counts::expected_children(self.dec.seq_of(parent)?.is_some());
+        self.check_count(counts::CHILDREN, parent.0, expected, on_disk)?;
         Ok(out)
     }
 
-    /// Checks that a scan found as many keys as `counts` records: a key changed by damage
-    /// moves out of its range, and the scan would silently miss it.
-    fn check_count(&self, kind: u8, id: [u8; 16], found: usize) -> Result<(), IndexFault> {
+    /// Checks that a scan found as many keys as `counts` records (added to `expected`, the
+    /// count when none is stored): a key changed by damage moves out of its range, and the
+    /// scan would silently miss it.
+    fn check_count(
+        &self,
+        kind: u8,
+        id: [u8; 16],
+        expected: i64,
+        found: usize,
+    ) -> Result<(), IndexFault> {
         let f = self.st().file;
         let v = read("counts", || {
             Ok::<_, redb::StorageError>(self.counts.get((f, kind, id))?.map(|v| v.value().to_vec()))
@@ -160,6 +168,7 @@ impl IndexGraph {
                 .ok_or_else(|| IndexFault::damaged("counts", "a count fails its checksum"))?,
             None => 0,
         };
+        let stored = stored.saturating_add(expected);
         if usize::try_from(stored).ok() != Some(found) {
             return Err(IndexFault::damaged(
                 "counts",
@@ -269,7 +278,7 @@ impl Graph for IndexGraph {
                 .map(|item| item.map(|(k, _)| k.value().2))
                 .collect::<Result<Vec<u32>, redb::StorageError>>()
         })?;
-        self.check_count(counts::MSG_IDS, counts::mid_key(mid), seqs.len())?;
+        self.check_count(counts::MSG_IDS, counts::mid_key(mid), 0, seqs.len())?;
         for i in seqs {
             let i = i as usize;
             let h = self.row(i)?.head;
@@ -392,5 +401,76 @@ mod tests {
             matches!(err, IndexFault::Damaged { table: "rows", .. }),
             "{err}"
         );
+    }
+
+    /// Most `children` counts are not stored (one child per message is expected): a lost entry
+    /// under a message with one child, an entry gained by a leaf, and a lost entry under an id
+    /// no line was written with are each caught, through a first index and an append alike.
+    #[test]
+    fn a_children_range_that_is_not_its_count_is_damage() {
+        let id = |n: u64| Id::from_text(&format!("00000000-0000-4000-8000-{n:012x}"));
+        for appended in [false, true] {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("t.jsonl");
+            let first = [line(1, None, "user"), line(2, Some(1), "assistant")].join("\n") + "\n";
+            let rest = [line(3, Some(2), "user"), line(5, Some(9), "user")].join("\n") + "\n";
+            let db = redb::Database::create(dir.path().join("i.redb")).unwrap();
+            let txn = db.begin_write().unwrap();
+            schema::create_all(&txn).unwrap();
+            if appended {
+                std::fs::write(&path, &first).unwrap();
+                ingest::catch_up(&txn, "t", &path).unwrap();
+            }
+            std::fs::write(&path, first + &rest).unwrap();
+            let (_, st) = ingest::catch_up(&txn, "t", &path).unwrap();
+            txn.commit().unwrap();
+            let children = |n: u64| {
+                let r = db.begin_read().unwrap();
+                let g = IndexGraph::new(&r, st.clone()).unwrap();
+                g.children_of(id(n)).map(|c| c.len())
+            };
+            assert_eq!(children(1).unwrap(), 1);
+            assert_eq!(children(3).unwrap(), 0);
+            assert_eq!(children(9).unwrap(), 1);
+            let f = st.file;
+            for (n, change) in [(1, "lose"), (3, "gain"), (9, "lose")] {
+                let txn = db.begin_write().unwrap();
+                let mut t = txn.open_table(CHILDREN).unwrap();
+                let seq = match n {
+                    1 => 1,
+                    9 => 3,
+                    _ => 0,
+                };
+                let key = (f, id(n).0, seq);
+                if change == "lose" {
+                    assert!(t.remove(key).unwrap().is_some(), "{n}");
+                } else {
+                    t.insert(key, ()).unwrap();
+                }
+                drop(t);
+                txn.commit().unwrap();
+                let err = children(n).unwrap_err();
+                assert!(
+                    matches!(
+                        err,
+                        IndexFault::Damaged {
+                            table: "counts",
+                            ..
+                        }
+                    ),
+                    "{n} ({appended}): {err}"
+                );
+                let txn = db.begin_write().unwrap();
+                let mut t = txn.open_table(CHILDREN).unwrap();
+                if change == "lose" {
+                    t.insert(key, ()).unwrap();
+                } else {
+                    t.remove(key).unwrap();
+                }
+                drop(t);
+                txn.commit().unwrap();
+                assert!(children(n).is_ok());
+            }
+        }
     }
 }

@@ -57,7 +57,10 @@ use redb::TableDefinition;
 ///   read was 7 % of a warm `ls`.
 /// - 12: `view` links are stored 256 records per value (`view::BLOCK`): redb's work per
 ///   entry was most of a warm resume of 10,000 messages.
-pub const INDEX_SCHEMA_VERSION: u32 = 12;
+/// - 13: a `children` count is stored as the difference from one child per message (none
+///   per other id), only where it differs ([`counts::CHILDREN`]): a count per message was a
+///   sixth of a large index.
+pub const INDEX_SCHEMA_VERSION: u32 = 13;
 
 /// The lowest and highest 16-byte ids, for range scans over one file's rows.
 pub const ID_FIRST: [u8; 16] = [0; 16];
@@ -90,10 +93,19 @@ pub const VIEW: TableDefinition<(u32, u32), &[u8]> = TableDefinition::new("view"
 /// Kinds of rows in [`COUNTS`]: how many keys a range of a table with empty values holds, so a
 /// scan that finds fewer (a key changed by damage) is caught.
 pub mod counts {
-    /// `children` entries of a parent (key: the parent id).
+    /// `children` entries of a parent (key: the parent id), stored as the difference from
+    /// [`expected_children`]: most messages have one child, so most counts are not stored,
+    /// and a missing entry still tells how many a scan must find.
     pub const CHILDREN: u8 = 0;
     /// `msg_ids` entries of a `message.id` hash (key: the hash, little-endian, zero-padded).
     pub const MSG_IDS: u8 = 1;
+
+    /// The number of `children` entries a parent has when its [`CHILDREN`] count is not
+    /// stored: one for a message (an id with a `uuids` entry), none for any other id (a
+    /// progress entry, an id never written).
+    pub fn expected_children(is_message: bool) -> i64 {
+        i64::from(is_message)
+    }
 
     /// The 16-byte key of a `message.id` hash.
     pub fn mid_key(mid: u64) -> [u8; 16] {
