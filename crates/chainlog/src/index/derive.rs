@@ -13,7 +13,7 @@ use std::collections::HashMap;
 
 use redb::{ReadableTable, WriteTransaction};
 
-use super::codec::{decode, id_key, key_of, read_opt_id, untag};
+use super::codec::{id_key, key_of, read_opt_id, untag};
 use super::schema::{FileState, ID_FIRST as ZERO, ID_LAST as MAX, PROGRESS, ROWS};
 use super::state::{Encoder, Fault, IndexFault};
 use crate::chain::tree::RowHead;
@@ -40,11 +40,11 @@ const LOAD_BATCH: usize = 4096;
 pub fn load_rows<T>(
     rows_t: &impl ReadableTable<(u32, u32), &'static [u8]>,
     progress_t: &impl ReadableTable<(u32, [u8; 16]), &'static [u8]>,
-    f: u32,
-    expected: u32,
+    st: &FileState,
     mut keep: impl FnMut(MessageRow) -> T,
 ) -> Fault<Rows<T>> {
     // Capped: a damaged count must not reserve gigabytes (the vector grows past it if need be).
+    let (f, expected) = (st.file, st.rows);
     let mut rows = Vec::with_capacity((expected as usize).min(1 << 24));
     let mut from = 0u32;
     loop {
@@ -59,7 +59,7 @@ pub fn load_rows<T>(
             break;
         };
         for (seq, v) in stored {
-            let row = decode::<MessageRow>(&key_of(f, seq.into()), &v)
+            let row = super::row::decode(st, &key_of(f, seq.into()), &v)
                 .ok_or_else(|| IndexFault::damaged("rows", format!("row {seq} does not decode")))?;
             if seq as usize != rows.len() {
                 return Err(IndexFault::damaged(
@@ -153,7 +153,7 @@ pub fn derive(
     let loaded = {
         let rows_t = txn.open_table(ROWS)?;
         let progress_t = txn.open_table(PROGRESS)?;
-        load_rows(&rows_t, &progress_t, st.file, st.rows, Slim::from)
+        load_rows(&rows_t, &progress_t, st, Slim::from)
     };
     let (rows, progress) = loaded.map_err(ingest_error)?;
     let tree = Tree::project(&rows, &progress, Projection::Resume);

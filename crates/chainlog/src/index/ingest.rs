@@ -21,7 +21,7 @@ use std::path::Path;
 
 use redb::{ReadableTable, WriteTransaction};
 
-use super::codec::{decode, encode, id_key, key_of, opt_id, tag, untag};
+use super::codec::{decode, encode, id_key, key_of, opt_id, tag};
 use super::schema::{
     BAD_LINES, CHILDREN, CHUNK_SIZE, CHUNKS, COUNTS, FILES, FORWARD, FileState, MSG_IDS, NAMES,
     PROGRESS, ROWS, SIDECHAINS, UUIDS, counts,
@@ -475,7 +475,7 @@ struct Tables<'t> {
     pending_uuids: BTreeMap<[u8; 16], u32>,
     pending_children: BTreeSet<([u8; 16], u32)>,
     pending_msg_ids: BTreeSet<(u64, u32)>,
-    counts: redb::Table<'t, (u32, u8, [u8; 16]), &'static [u8]>,
+    counts: redb::Table<'t, (u32, u8, [u8; 16]), i64>,
     /// Changes of [`COUNTS`] not written yet.
     count_deltas: BTreeMap<(u8, [u8; 16]), i64>,
     /// The edges of a first index of the file, written once at its end ([`FromZero`]).
@@ -666,9 +666,7 @@ impl Tables<'_> {
 
     /// Stores `n` as the count of range `(kind, id)`.
     fn put_count(&mut self, kind: u8, id: [u8; 16], n: i64) -> Result<(), redb::Error> {
-        let f = self.f;
-        let v = tag(&id_key(f, kind, id), n.to_le_bytes().to_vec());
-        self.counts.insert((f, kind, id), v.as_slice())?;
+        self.counts.insert((self.f, kind, id), n)?;
         Ok(())
     }
 
@@ -692,22 +690,12 @@ impl Tables<'_> {
             }
         }
         for ((kind, id), delta) in std::mem::take(&mut self.count_deltas) {
-            let key = id_key(f, kind, id);
-            let old = match self.counts.get((f, kind, id))? {
-                Some(v) => untag(&key, v.value())
-                    .and_then(|b| <[u8; 8]>::try_from(b).ok())
-                    .map(i64::from_le_bytes)
-                    .ok_or_else(|| {
-                        redb::Error::Corrupted(format!("count {kind} fails its checksum"))
-                    })?,
-                None => 0,
-            };
-            let new = old + delta;
+            let old = self.counts.get((f, kind, id))?.map_or(0, |v| v.value());
+            let new = old.saturating_add(delta);
             if new == 0 {
                 self.counts.remove((f, kind, id))?;
             } else {
-                let v = tag(&key, new.to_le_bytes().to_vec());
-                self.counts.insert((f, kind, id), v.as_slice())?;
+                self.counts.insert((f, kind, id), new)?;
             }
         }
         Ok(())
@@ -720,7 +708,7 @@ impl Tables<'_> {
         let old = self
             .rows
             .get((f, seq))?
-            .and_then(|v| decode::<MessageRow>(&key_of(f, seq.into()), v.value()));
+            .and_then(|v| super::row::decode(st, &key_of(f, seq.into()), v.value()));
         if let Some(old) = old {
             // A first index keeps one parent and response per row: the new line's replace them.
             if let Some(p) = old.head.parent
@@ -848,7 +836,8 @@ impl Tables<'_> {
                 }
                 self.rows.insert(
                     (f, seq),
-                    encode(&key_of(f, seq.into()), &MessageRow { head, pos }).as_slice(),
+                    super::row::encode(st, &key_of(f, seq.into()), &MessageRow { head, pos })
+                        .as_slice(),
                 )?;
             }
         }

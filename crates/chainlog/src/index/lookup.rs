@@ -10,11 +10,10 @@ use std::path::{Path, PathBuf};
 
 use redb::{ReadOnlyTable, ReadableDatabase};
 
-use super::codec::{decode, key_of};
+use super::codec::key_of;
 use super::open::IndexDb;
 use super::schema::{FileState, ROWS, UUIDS};
 use super::{Store, query};
-use crate::chain::MessageRow;
 use crate::error::Result;
 use crate::transcript::frame::LinePos;
 use crate::transcript::id::Id;
@@ -78,7 +77,7 @@ impl IndexedFile {
         let row = rows
             .get((st.file, seq))
             .map_err(|e| self.db.err(e))?
-            .and_then(|v| decode::<MessageRow>(&key_of(st.file, seq.into()), v.value()))
+            .and_then(|v| super::row::decode(st, &key_of(st.file, seq.into()), v.value()))
             .filter(|r| r.head.uuid == id);
         Ok(row.map(|r| r.pos))
     }

@@ -36,6 +36,7 @@ pub mod open;
 pub mod overlay;
 pub mod progress;
 pub mod query;
+pub mod row;
 pub mod schema;
 pub mod sidechains;
 pub mod state;
@@ -693,7 +694,7 @@ fn query(
     let storage = |e: redb::Error| err(IndexFault::Storage(e));
     let txn = wait::waiting(|| db.begin_read()).map_err(|e| storage(e.into()))?;
     let f = st.file;
-    let row_count = st.rows;
+    let rows_st = st.clone();
     let view_st = (use_view && view::serves(&opts)).then(|| st.clone());
     let walked_st = view::serves(&opts).then(|| st.clone());
     let torn_tail = st.torn_tail;
@@ -725,7 +726,7 @@ fn query(
             if full_rows.get().is_none() {
                 let rows = guard::read("rows", || txn.open_table(ROWS))?;
                 let progress = guard::read("progress", || txn.open_table(PROGRESS))?;
-                let _ = full_rows.set(derive::load_rows(&rows, &progress, f, row_count, |r| r)?);
+                let _ = full_rows.set(derive::load_rows(&rows, &progress, &rows_st, |r| r)?);
             }
             let (rows, progress) = full_rows.get().expect("set above");
             Ok(Tree::from_rows(rows, progress, Projection::Full))

@@ -12,7 +12,6 @@ use std::collections::HashMap;
 
 use redb::{ReadOnlyTable, ReadTransaction};
 
-use super::codec::{id_key, untag};
 use super::guard::read;
 use super::schema::{
     CHILDREN, DERIVED, FORWARD, FileState, LEAF_TIMES, MSG_IDS, NAMES, PROGRESS, REPARENTED, ROWS,
@@ -42,7 +41,7 @@ pub struct IndexGraph {
     leaf_times: ReadOnlyTable<(u32, u8, u64, u32), ()>,
     progress: ReadOnlyTable<(u32, [u8; 16]), &'static [u8]>,
     forward: ReadOnlyTable<(u32, [u8; 16]), ()>,
-    counts: ReadOnlyTable<(u32, u8, [u8; 16]), &'static [u8]>,
+    counts: ReadOnlyTable<(u32, u8, [u8; 16]), i64>,
     cache: RefCell<HashMap<usize, MessageRow>>,
 }
 
@@ -158,16 +157,9 @@ impl IndexGraph {
         found: usize,
     ) -> Result<(), IndexFault> {
         let f = self.st().file;
-        let v = read("counts", || {
-            Ok::<_, redb::StorageError>(self.counts.get((f, kind, id))?.map(|v| v.value().to_vec()))
+        let stored = read("counts", || {
+            Ok::<_, redb::StorageError>(self.counts.get((f, kind, id))?.map_or(0, |v| v.value()))
         })?;
-        let stored = match v {
-            Some(v) => untag(&id_key(f, kind, id), &v)
-                .and_then(|b| <[u8; 8]>::try_from(b).ok())
-                .map(i64::from_le_bytes)
-                .ok_or_else(|| IndexFault::damaged("counts", "a count fails its checksum"))?,
-            None => 0,
-        };
         let stored = stored.saturating_add(expected);
         if usize::try_from(stored).ok() != Some(found) {
             return Err(IndexFault::damaged(

@@ -58,8 +58,10 @@ use redb::TableDefinition;
 /// - 12: `view` links are stored 256 records per value (`view::BLOCK`): redb's work per
 ///   entry was most of a warm resume of 10,000 messages.
 /// - 13: a `children` count is stored as the difference from one child per message (none
-///   per other id), only where it differs ([`counts::CHILDREN`]): a count per message was a
-///   sixth of a large index.
+///   per other id), only where it differs (`counts::CHILDREN`), as a plain `i64`: a count
+///   per message was a sixth of a large index. Rows are stored in their own layout (`row`):
+///   73 bytes a row of a 1 GiB generated transcript instead of a 100-byte `MessagePack`
+///   array; the session is an index into `FileState::sessions`.
 pub const INDEX_SCHEMA_VERSION: u32 = 13;
 
 /// The lowest and highest 16-byte ids, for range scans over one file's rows.
@@ -86,12 +88,14 @@ pub const REPARENTED: TableDefinition<(u32, [u8; 16], u32), ()> =
 pub const LEAF_TIMES: TableDefinition<(u32, u8, u64, u32), ()> = TableDefinition::new("leaf_times");
 pub const LISTING: TableDefinition<&str, &[u8]> = TableDefinition::new("listing");
 pub const FORWARD: TableDefinition<(u32, [u8; 16]), ()> = TableDefinition::new("forward");
-pub const COUNTS: TableDefinition<(u32, u8, [u8; 16]), &[u8]> = TableDefinition::new("counts");
+pub const COUNTS: TableDefinition<(u32, u8, [u8; 16]), i64> = TableDefinition::new("counts");
 pub const SIDECHAINS: TableDefinition<(u32, u32), ()> = TableDefinition::new("sidechains");
 pub const VIEW: TableDefinition<(u32, u32), &[u8]> = TableDefinition::new("view");
 
 /// Kinds of rows in [`COUNTS`]: how many keys a range of a table with empty values holds, so a
-/// scan that finds fewer (a key changed by damage) is caught.
+/// scan that finds fewer (a key changed by damage) is caught. A count carries no checksum: a
+/// damaged one disagrees with its range (damage either way), and one whose key changed leaves
+/// its own range without the count it needs.
 pub mod counts {
     /// `children` entries of a parent (key: the parent id), stored as the difference from
     /// [`expected_children`]: most messages have one child, so most counts are not stored,
@@ -212,4 +216,6 @@ pub struct FileState {
     pub drop_before: Option<u32>,
     /// The anchor of the live preserved segment: its children are re-pointed (step 5).
     pub segment_anchor: Option<crate::transcript::id::Id>,
+    /// The session hashes the file's rows name by index (`row`), in order of appearance.
+    pub sessions: Vec<u64>,
 }

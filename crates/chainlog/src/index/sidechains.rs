@@ -9,7 +9,7 @@ use std::path::Path;
 
 use redb::ReadableDatabase;
 
-use super::codec::{decode, key_of};
+use super::codec::key_of;
 use super::guard;
 use super::ingest::Stat;
 use super::open::{self, IndexDb};
@@ -88,7 +88,7 @@ fn read(db: &impl ReadableDatabase, st: &FileState) -> Result<SidechainRows, Ind
             Ok::<_, redb::StorageError>(table.get((f, seq))?.map(|v| v.value().to_vec()))
         })?;
         let row = bytes
-            .and_then(|b| decode::<MessageRow>(&key_of(f, seq.into()), &b))
+            .and_then(|b| super::row::decode(st, &key_of(f, seq.into()), &b))
             .filter(|r| r.head.flags.has(Flags::SIDECHAIN))
             .ok_or_else(|| {
                 IndexFault::damaged("sidechains", format!("row {seq} is not a sidechain row"))

@@ -21,7 +21,7 @@
 
 use redb::{ReadableTable, Table, WriteTransaction};
 
-use super::codec::{decode, id_key, key_of, opt_id, read_opt_id, tag, untag};
+use super::codec::{id_key, key_of, opt_id, read_opt_id, tag, untag};
 use super::guard::read;
 use super::schema::{
     DERIVED, FileState, ID_FIRST as ZERO, ID_LAST as MAX, LEAF_TIMES, REPARENTED, derived,
@@ -284,7 +284,7 @@ where
         let v = read("rows", || {
             Ok::<_, redb::StorageError>(self.rows.get((self.f(), seq))?.map(|v| v.value().to_vec()))
         })?;
-        v.and_then(|v| decode(&key_of(self.f(), seq.into()), &v))
+        v.and_then(|v| super::row::decode(&self.st, &key_of(self.f(), seq.into()), &v))
             .ok_or_else(|| IndexFault::damaged("rows", format!("row {seq} missing or undecodable")))
     }
 

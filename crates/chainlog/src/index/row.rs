@@ -1,0 +1,324 @@
+//! The stored layout of a message row (a `rows` value): the parts every row has at fixed
+//! places, the optional ones where a presence byte says, then the line's position as
+//! `MessagePack` integers and the CRC-32 of [`super::codec::tag`].
+//!
+//! `rmp-serde` wrote a row as a `MessagePack` array: a type byte per field, 9 bytes for each
+//! 64-bit value (timestamp, response id, session hash), one byte per absent option; 100 bytes a
+//! row over a 1 GiB generated transcript, 73 in this layout. Here a timestamp takes 6 bytes
+//! (epoch milliseconds within ±4,400 years; wider ones, and a missing one, 8), the session is
+//! an index into [`FileState::sessions`] (a transcript has one session or a few; past
+//! [`SESSIONS_MAX`] the hash is written out), the absent options one byte together, and a tool
+//! result's `sourceToolAssistantUUID` a bit when it is the parent (as Claude Code writes it).
+//!
+//! ```text
+//! presence u8 | kind u8 (high bit: the tool's assistant is the parent) | flags u16 | uuid [16] | parent [16]? | timestamp i48 or i64
+//! | message.id hash u64? | session u8 or u64 | logicalParentUuid [16]? | sourceToolAssistantUUID [16]?
+//! | preserved segment [48]? | snip removals: count, [16] each? | line, offset, length | CRC-32
+//! ```
+
+use super::codec::{tag, untag};
+use super::schema::FileState;
+use crate::chain::scan::MessageRow;
+use crate::transcript::envelope::{Flags, Kind, MessageHead, Segment};
+use crate::transcript::frame::LinePos;
+use crate::transcript::id::Id;
+
+const PARENT: u8 = 1;
+const LOGICAL: u8 = 1 << 1;
+const MID: u8 = 1 << 2;
+const SOURCE: u8 = 1 << 3;
+const PRESERVED: u8 = 1 << 4;
+const SNIP: u8 = 1 << 5;
+const WIDE_TIME: u8 = 1 << 6;
+const WIDE_SESSION: u8 = 1 << 7;
+/// In the kind byte (kinds take its low bits): `sourceToolAssistantUUID` is the parent, as on
+/// a tool result Claude Code writes, and is not written again.
+const SOURCE_IS_PARENT: u8 = 1 << 7;
+
+/// Sessions a file's rows name by index ([`FileState::sessions`]); later ones are written out.
+pub const SESSIONS_MAX: usize = 255;
+
+/// The narrow timestamp's range: 48-bit two's complement.
+const NARROW: std::ops::Range<i64> = -(1 << 47)..(1 << 47);
+
+/// Encodes `row`, to be stored under `key`; a session not seen in the file yet is added to
+/// `st.sessions`.
+pub fn encode(st: &mut FileState, key: &[u8], row: &MessageRow) -> Vec<u8> {
+    let h = &row.head;
+    let session = match st.sessions.iter().position(|&s| s == h.session) {
+        Some(i) => Some(i),
+        None if st.sessions.len() < SESSIONS_MAX => {
+            st.sessions.push(h.session);
+            Some(st.sessions.len() - 1)
+        }
+        None => None,
+    };
+    let narrow = NARROW.contains(&h.timestamp);
+    let source = h.source_tool_assistant.filter(|&s| h.parent != Some(s));
+    let source_is_parent = h.source_tool_assistant.is_some() && source.is_none();
+    let presence = [
+        (h.parent.is_some(), PARENT),
+        (h.logical_parent.is_some(), LOGICAL),
+        (h.message_id.is_some(), MID),
+        (source.is_some(), SOURCE),
+        (h.preserved.is_some(), PRESERVED),
+        (!h.snip_removed.is_empty(), SNIP),
+        (!narrow, WIDE_TIME),
+        (session.is_none(), WIDE_SESSION),
+    ]
+    .iter()
+    .filter(|(on, _)| *on)
+    .fold(0, |acc, (_, bit)| acc | bit);
+    let mut out = Vec::with_capacity(80);
+    out.push(presence);
+    out.push(
+        u8::from(h.kind)
+            | if source_is_parent {
+                SOURCE_IS_PARENT
+            } else {
+                0
+            },
+    );
+    out.extend_from_slice(&h.flags.0.to_le_bytes());
+    out.extend_from_slice(&h.uuid.0);
+    if let Some(p) = h.parent {
+        out.extend_from_slice(&p.0);
+    }
+    let ts = h.timestamp.to_le_bytes();
+    out.extend_from_slice(if narrow { &ts[..6] } else { &ts });
+    if let Some(mid) = h.message_id {
+        out.extend_from_slice(&mid.to_le_bytes());
+    }
+    match session {
+        // SESSIONS_MAX keeps the index in a byte.
+        Some(i) => out.push(u8::try_from(i).unwrap_or(u8::MAX)),
+        None => out.extend_from_slice(&h.session.to_le_bytes()),
+    }
+    for id in [h.logical_parent, source].into_iter().flatten() {
+        out.extend_from_slice(&id.0);
+    }
+    if let Some(seg) = h.preserved {
+        for id in [seg.head, seg.anchor, seg.tail] {
+            out.extend_from_slice(&id.0);
+        }
+    }
+    if !h.snip_removed.is_empty() {
+        write_uint(&mut out, h.snip_removed.len() as u64);
+        for id in &h.snip_removed {
+            out.extend_from_slice(&id.0);
+        }
+    }
+    for n in [row.pos.line, row.pos.offset, row.pos.len] {
+        write_uint(&mut out, n);
+    }
+    tag(key, out)
+}
+
+/// Decodes a row written by [`encode`] and found under `key`; `None` when the checksum or the
+/// layout is wrong (or it names a session `st` does not have).
+pub fn decode(st: &FileState, key: &[u8], bytes: &[u8]) -> Option<MessageRow> {
+    let mut r = Reader(untag(key, bytes)?);
+    let presence = r.byte()?;
+    let kind_byte = r.byte()?;
+    let kind = Kind::try_from(kind_byte & !SOURCE_IS_PARENT).ok()?;
+    let flags = Flags(u16::from_le_bytes(r.take()?));
+    let uuid = r.id()?;
+    let parent = if presence & PARENT == 0 {
+        None
+    } else {
+        Some(r.id()?)
+    };
+    let timestamp = if presence & WIDE_TIME != 0 {
+        i64::from_le_bytes(r.take()?)
+    } else {
+        let b: [u8; 6] = r.take()?;
+        // Sign-extend the 48 bits.
+        i64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], 0, 0]) << 16 >> 16
+    };
+    let message_id = if presence & MID == 0 {
+        None
+    } else {
+        Some(u64::from_le_bytes(r.take()?))
+    };
+    let session = if presence & WIDE_SESSION != 0 {
+        u64::from_le_bytes(r.take()?)
+    } else {
+        *st.sessions.get(usize::from(r.byte()?))?
+    };
+    let logical_parent = if presence & LOGICAL == 0 {
+        None
+    } else {
+        Some(r.id()?)
+    };
+    let source_tool_assistant = match (presence & SOURCE != 0, kind_byte & SOURCE_IS_PARENT != 0) {
+        (true, false) => Some(r.id()?),
+        (false, true) => Some(parent?),
+        (false, false) => None,
+        (true, true) => return None,
+    };
+    let preserved = if presence & PRESERVED == 0 {
+        None
+    } else {
+        Some(Segment {
+            head: r.id()?,
+            anchor: r.id()?,
+            tail: r.id()?,
+        })
+    };
+    let snip_removed = if presence & SNIP == 0 {
+        Vec::new()
+    } else {
+        let n = usize::try_from(r.uint()?).ok()?;
+        // Each removal takes 16 bytes: a count past the value is damage, not an allocation.
+        if n == 0 || n > r.0.len() / 16 {
+            return None;
+        }
+        (0..n).map(|_| r.id()).collect::<Option<Vec<Id>>>()?
+    };
+    let pos = LinePos {
+        line: r.uint()?,
+        offset: r.uint()?,
+        len: r.uint()?,
+    };
+    if !r.0.is_empty() {
+        return None;
+    }
+    let head = MessageHead {
+        uuid,
+        parent,
+        logical_parent,
+        kind,
+        flags,
+        timestamp,
+        message_id,
+        session,
+        source_tool_assistant,
+        preserved,
+        snip_removed,
+    };
+    Some(MessageRow { head, pos })
+}
+
+/// A `MessagePack` unsigned integer (1 to 9 bytes by size).
+fn write_uint(out: &mut Vec<u8>, n: u64) {
+    rmp::encode::write_uint(out, n).expect("writing to a Vec does not fail");
+}
+
+/// The unread rest of a value.
+struct Reader<'a>(&'a [u8]);
+
+impl Reader<'_> {
+    fn take<const N: usize>(&mut self) -> Option<[u8; N]> {
+        let (head, rest) = self.0.split_first_chunk::<N>()?;
+        self.0 = rest;
+        Some(*head)
+    }
+
+    fn byte(&mut self) -> Option<u8> {
+        self.take::<1>().map(|[b]| b)
+    }
+
+    fn id(&mut self) -> Option<Id> {
+        self.take().map(Id)
+    }
+
+    fn uint(&mut self) -> Option<u64> {
+        rmp::decode::read_int(&mut self.0).ok()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::chain::scan::Transcript;
+
+    fn key(seq: u64) -> [u8; 12] {
+        super::super::codec::key_of(3, seq)
+    }
+
+    /// Every row of every fixture and real transcript, and rows at the edges of each part
+    /// (timestamps past 48 bits and missing, more sessions than an index byte holds, every
+    /// option present), come back as they went in; a flipped bit, a byte more or less, or a
+    /// value read under another key does not decode.
+    #[test]
+    fn rows_come_back_as_they_were_written_and_damage_does_not_decode() {
+        let mut rows: Vec<MessageRow> = crate::testing::fixture_files()
+            .iter()
+            .flat_map(|p| Transcript::open(p).unwrap().rows)
+            .collect();
+        assert!(rows.len() > 500, "{}", rows.len());
+        let id = |n: u8| Id([n; 16]);
+        let mut edge = rows[0].clone();
+        edge.head.parent = Some(id(1));
+        edge.head.logical_parent = Some(id(2));
+        edge.head.source_tool_assistant = Some(id(3));
+        let mut own = edge.clone();
+        own.head.source_tool_assistant = own.head.parent;
+        rows.push(own);
+        edge.head.preserved = Some(Segment {
+            head: id(4),
+            anchor: id(5),
+            tail: id(6),
+        });
+        edge.head.snip_removed = vec![id(7), id(8)];
+        edge.head.message_id = Some(u64::MAX);
+        edge.pos = LinePos {
+            line: u64::MAX,
+            offset: 1 << 40,
+            len: 0,
+        };
+        for ts in [
+            i64::MIN,
+            i64::MAX,
+            (1 << 47) - 1,
+            -(1 << 47),
+            1 << 47,
+            -1,
+            0,
+        ] {
+            let mut r = edge.clone();
+            r.head.timestamp = ts;
+            rows.push(r);
+        }
+        for s in 0..300u64 {
+            let mut r = rows[s as usize % 40].clone();
+            r.head.session = s.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+            rows.push(r);
+        }
+        let mut st = FileState::default();
+        let stored: Vec<Vec<u8>> = (0..)
+            .zip(&rows)
+            .map(|(i, r)| encode(&mut st, &key(i), r))
+            .collect();
+        assert_eq!(st.sessions.len(), SESSIONS_MAX);
+        for ((i, row), v) in (0..).zip(&rows).zip(&stored) {
+            assert_eq!(decode(&st, &key(i), v).as_ref(), Some(row), "row {i}");
+            assert_eq!(
+                decode(&st, &key(i + 1), v),
+                None,
+                "row {i} under another key"
+            );
+            for bit in [0, 7, 8 * v.len() / 2, 8 * v.len() - 1] {
+                let mut bad = v.clone();
+                bad[bit / 8] ^= 1 << (bit % 8);
+                assert_eq!(decode(&st, &key(i), &bad), None, "row {i} bit {bit}");
+            }
+        }
+        // A body cut short or carrying a byte more, with a checksum that matches it.
+        let body = untag(&key(0), &stored[0]).unwrap();
+        for len in [0, 1, 4, body.len() - 1] {
+            assert_eq!(
+                decode(&st, &key(0), &tag(&key(0), body[..len].to_vec())),
+                None
+            );
+        }
+        let mut longer = body.to_vec();
+        longer.push(0);
+        assert_eq!(decode(&st, &key(0), &tag(&key(0), longer)), None);
+        // The common row is smaller than the MessagePack array it replaces.
+        let plain = &rows[rows.len() / 2];
+        let old = super::super::codec::encode(&key(0), plain).len();
+        let new = encode(&mut st, &key(0), plain).len();
+        assert!(new + 15 <= old, "{new} vs {old}");
+    }
+}
