@@ -63,7 +63,7 @@ fn catch_up_reads(dir: &Path, n: u64) -> (u64, u64) {
 fn a_one_message_catch_up_reads_bytes_independent_of_the_sidecar_size() {
     let dir = tempfile::tempdir().unwrap();
     let (small, small_size) = catch_up_reads(dir.path(), 50);
-    let (large, large_size) = catch_up_reads(dir.path(), 5_000);
+    let (large, large_size) = catch_up_reads(dir.path(), 10_000);
     assert!(large_size > 5 * small_size, "{small_size} vs {large_size}");
     assert!(
         large < small + large_size / 4,

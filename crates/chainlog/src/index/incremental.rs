@@ -23,7 +23,7 @@ use std::collections::HashSet;
 
 use redb::{ReadableTable, Table, WriteTransaction};
 
-use super::schema::{CHILDREN, DERIVED, FileState, LEAF_TIMES, PROGRESS, REPARENTED, ROWS, UUIDS};
+use super::schema::{DERIVED, FileState, IDS, LEAF_TIMES, PROGRESS, REPARENTED, ROWS};
 use super::state::{Decoder, Encoder, IndexFault};
 use crate::chain::MessageRow;
 use crate::chain::leaf::leaf_by_children;
@@ -35,9 +35,8 @@ const WALK_LIMIT: usize = 1024;
 
 type Tables<'t> = Decoder<
     Table<'t, (u32, u32), &'static [u8]>,
-    Table<'t, (u32, [u8; 16]), u32>,
+    Table<'t, (u32, [u8; 16]), &'static [u8]>,
     Table<'t, (u32, u8, [u8; 16]), &'static [u8]>,
-    Table<'t, (u32, [u8; 16], u32), ()>,
     Table<'t, (u32, [u8; 16], u32), ()>,
 >;
 
@@ -110,9 +109,8 @@ pub fn extend(
     let t: Tables<'_> = Decoder::new(
         st.clone(),
         txn.open_table(ROWS)?,
-        txn.open_table(UUIDS)?,
+        txn.open_table(IDS)?,
         txn.open_table(DERIVED)?,
-        txn.open_table(CHILDREN)?,
         txn.open_table(REPARENTED)?,
     );
     let (plan, sidechain_rows) = match plan(&t, &progress, new_rows) {
@@ -120,11 +118,11 @@ pub fn extend(
         Err(Decline::Unsure) => return Ok(false),
         Err(Decline::Fault(e)) => return Err(e),
     };
-    let (rows, uuids, derived, children, reparented) = t.into_tables();
-    drop((rows, uuids, children));
+    let (rows, ids, derived, reparented) = t.into_tables();
+    drop((rows, ids));
     let mut enc = Encoder::with(st.file, derived, reparented, txn.open_table(LEAF_TIMES)?);
     for (seq, row, leaf) in plan {
-        enc.set_leaf(seq, &row.head, leaf)?;
+        enc.set_leaf(st, seq, &row.head, leaf)?;
     }
     let added = u32::try_from(new_rows.len()).expect("rows fit u32");
     st.live_rows += added;

@@ -22,9 +22,10 @@ use std::path::Path;
 use redb::{ReadableTable, WriteTransaction};
 
 use super::codec::{decode, encode, id_key, key_of, opt_id, tag};
+use super::ids::{IdEntry, decode as decode_ids, encode as encode_ids};
 use super::schema::{
-    BAD_LINES, CHILDREN, CHUNK_SIZE, CHUNKS, COUNTS, FILES, FORWARD, FileState, MSG_IDS, NAMES,
-    PROGRESS, ROWS, SIDECHAINS, UUIDS, counts,
+    BAD_LINES, CHUNK_SIZE, CHUNKS, COUNTS, FILES, FORWARD, FileState, IDS, MSG_IDS, NAMES,
+    PROGRESS, ROWS, SIDECHAINS, counts,
 };
 use super::state::IndexFault;
 use crate::chain::{BadLine, MessageRow};
@@ -211,10 +212,8 @@ pub fn drop_file_rows(txn: &WriteTransaction, f: u32) -> Result<(), redb::Error>
         .retain_in((f, 0)..=(f, u64::MAX), |_, _| false)?;
     txn.open_table(ROWS)?
         .retain_in((f, 0)..=(f, u32::MAX), |_, _| false)?;
-    txn.open_table(UUIDS)?
+    txn.open_table(IDS)?
         .retain_in((f, ZERO)..=(f, MAX), |_, _| false)?;
-    txn.open_table(CHILDREN)?
-        .retain_in((f, ZERO, 0)..=(f, MAX, u32::MAX), |_, ()| false)?;
     txn.open_table(MSG_IDS)?
         .retain_in((f, 0, 0)..=(f, u64::MAX, u32::MAX), |_, ()| false)?;
     txn.open_table(PROGRESS)?
@@ -463,17 +462,18 @@ type ChunkHashes = Vec<(u64, [u8; 16])>;
 struct Tables<'t> {
     f: u32,
     rows: redb::Table<'t, (u32, u32), &'static [u8]>,
-    uuids: redb::Table<'t, (u32, [u8; 16]), u32>,
-    children: redb::Table<'t, (u32, [u8; 16], u32), ()>,
+    ids: redb::Table<'t, (u32, [u8; 16]), &'static [u8]>,
     msg_ids: redb::Table<'t, (u32, u64, u32), ()>,
     progress: redb::Table<'t, (u32, [u8; 16]), &'static [u8]>,
     forward: redb::Table<'t, (u32, [u8; 16]), ()>,
     bad: redb::Table<'t, (u32, u64), &'static [u8]>,
     sidechains: redb::Table<'t, (u32, u32), ()>,
-    /// Keys of `uuids`, `children` and `msg_ids` waiting to be inserted in sorted order
-    /// (their keys are random: sorted runs fill B-tree pages sequentially).
+    /// Changes of `ids` (a new message's row, a parent's new and removed children) and keys
+    /// of `msg_ids` waiting to be written in sorted order (their keys are random: sorted runs
+    /// fill B-tree pages sequentially).
     pending_uuids: BTreeMap<[u8; 16], u32>,
     pending_children: BTreeSet<([u8; 16], u32)>,
+    removed_children: BTreeSet<([u8; 16], u32)>,
     pending_msg_ids: BTreeSet<(u64, u32)>,
     counts: redb::Table<'t, (u32, u8, [u8; 16]), i64>,
     /// Changes of [`COUNTS`] not written yet.
@@ -482,7 +482,7 @@ struct Tables<'t> {
     zero: Option<FromZero>,
 }
 
-/// The random-key edges (`uuids`, `children`, `msg_ids` and their `counts`) of a file indexed
+/// The random-key edges (`ids`, `msg_ids` and their `counts`) of a file indexed
 /// from zero, kept in memory and written once, at the end, in key order. Runs of sorted keys
 /// inserted into a growing tree land all over it and leave its pages ~65 % full (a fifth of a
 /// large index was such slack); one ascending pass fills them, and a duplicate uuid is a
@@ -551,6 +551,17 @@ impl FromZero {
     }
 }
 
+/// What a catch-up changes of one id's `ids` entry.
+#[derive(Default)]
+struct IdChange {
+    /// The row of a new message with this uuid.
+    seq: Option<u32>,
+    /// Rows that name it as their parent now.
+    gained: Vec<u32>,
+    /// Rows that named it and were replaced by a line naming another parent.
+    lost: Vec<u32>,
+}
+
 /// Pending keys are written out in sorted runs of this many rows (bounds memory).
 const SORTED_RUN: usize = 1 << 16;
 
@@ -559,9 +570,7 @@ impl Tables<'_> {
     fn known(&self, id: Id) -> Result<bool, redb::Error> {
         let stored = match &self.zero {
             Some(z) => z.seq_of(&id.0).is_some(),
-            None => {
-                self.pending_uuids.contains_key(&id.0) || self.uuids.get((self.f, id.0))?.is_some()
-            }
+            None => self.pending_uuids.contains_key(&id.0) || self.stored_seq(id.0)?.is_some(),
         };
         Ok(stored || self.progress.get((self.f, id.0))?.is_some())
     }
@@ -606,48 +615,46 @@ impl Tables<'_> {
             }
         }
         drop(index);
-        // `counts` of children: the difference from one per message, none per other id.
-        let mut per_row = vec![0u32; ids.len()];
-        for &p in &parents {
-            if p < FOREIGN {
-                per_row[p as usize] += 1;
-            }
-        }
-        let mut child_counts: Vec<([u8; 16], i64)> = per_row
-            .iter()
-            .zip(&ids)
-            .filter(|&(&n, _)| i64::from(n) != counts::expected_children(true))
-            .map(|(&n, id)| (*id, i64::from(n) - counts::expected_children(true)))
+        // Children by parent row, then the ids in key order: each message's entry with its
+        // children, and the parents no row has with theirs.
+        let mut by_parent: Vec<(u32, u32)> = (0..)
+            .zip(parents)
+            .filter(|&(_, p)| p < FOREIGN)
+            .map(|(seq, p)| (p, seq))
             .collect();
-        drop(per_row);
-        let mut children = Vec::with_capacity(parents.len());
-        children.extend(
-            (0..)
-                .zip(parents)
-                .filter(|&(_, p)| p < FOREIGN)
-                .map(|(seq, p)| (ids[p as usize], seq)),
-        );
+        by_parent.sort_unstable();
+        let mut order: Vec<([u8; 16], u32)> = ids.iter().copied().zip(0..).collect();
+        order.sort_unstable();
         others.sort_unstable();
-        child_counts.extend(others.chunk_by(|a, b| a.0 == b.0).map(|g| {
-            let n = i64::try_from(g.len()).unwrap_or(i64::MAX);
-            (g[0].0, n - counts::expected_children(false))
-        }));
-        children.append(&mut others);
-        children.sort_unstable();
-        for &(p, seq) in &children {
-            self.children.insert((f, p, seq), ())?;
+        let mut others = others.chunk_by(|a, b| a.0 == b.0).peekable();
+        let mut e = IdEntry::default();
+        for &(id, seq) in &order {
+            while let Some(g) = others.next_if(|g| g[0].0 < id) {
+                e.seq = None;
+                e.children.clear();
+                e.children.extend(g.iter().map(|c| c.1));
+                self.ids
+                    .insert((f, g[0].0), encode_ids(f, g[0].0, &e).as_slice())?;
+            }
+            e.seq = Some(seq);
+            e.children.clear();
+            let from = by_parent.partition_point(|c| c.0 < seq);
+            e.children.extend(
+                by_parent[from..]
+                    .iter()
+                    .take_while(|c| c.0 == seq)
+                    .map(|c| c.1),
+            );
+            self.ids.insert((f, id), encode_ids(f, id, &e).as_slice())?;
         }
-        drop(children);
-        child_counts.sort_unstable();
-        for (id, n) in child_counts {
-            self.put_count(counts::CHILDREN, id, n)?;
+        for g in others {
+            e.seq = None;
+            e.children.clear();
+            e.children.extend(g.iter().map(|c| c.1));
+            self.ids
+                .insert((f, g[0].0), encode_ids(f, g[0].0, &e).as_slice())?;
         }
-        let mut uuids: Vec<([u8; 16], u32)> = ids.into_iter().zip(0..).collect();
-        uuids.sort_unstable();
-        for &(id, seq) in &uuids {
-            self.uuids.insert((f, id), seq)?;
-        }
-        drop(uuids);
+        drop((by_parent, order, ids));
         let mut mids: Vec<(u64, u32)> = mids.into_iter().map(|(seq, mid)| (mid, seq)).collect();
         mids.sort_unstable();
         for &(mid, seq) in &mids {
@@ -664,21 +671,54 @@ impl Tables<'_> {
         Ok(())
     }
 
+    /// The row stored for uuid `id` (`ids`), not counting pending ones.
+    fn stored_seq(&self, id: [u8; 16]) -> Result<Option<u32>, redb::Error> {
+        Ok(self.stored_entry(id)?.and_then(|e| e.seq))
+    }
+
+    /// The stored `ids` entry of `id`; one that fails its checksum is an error.
+    fn stored_entry(&self, id: [u8; 16]) -> Result<Option<IdEntry>, redb::Error> {
+        self.ids
+            .get((self.f, id))?
+            .map(|v| {
+                decode_ids(self.f, id, v.value())
+                    .ok_or_else(|| redb::Error::Corrupted("an ids entry fails its checksum".into()))
+            })
+            .transpose()
+    }
+
     /// Stores `n` as the count of range `(kind, id)`.
     fn put_count(&mut self, kind: u8, id: [u8; 16], n: i64) -> Result<(), redb::Error> {
         self.counts.insert((self.f, kind, id), n)?;
         Ok(())
     }
 
-    /// Inserts the pending keys, in order.
+    /// Writes the pending changes, in key order.
     fn flush(&mut self) -> Result<(), redb::Error> {
         let f = self.f;
+        let mut changes: BTreeMap<[u8; 16], IdChange> = BTreeMap::new();
         for (id, seq) in std::mem::take(&mut self.pending_uuids) {
-            self.uuids.insert((f, id), seq)?;
+            changes.entry(id).or_default().seq = Some(seq);
         }
         for (p, seq) in std::mem::take(&mut self.pending_children) {
-            if self.children.insert((f, p, seq), ())?.is_none() {
-                *self.count_deltas.entry((counts::CHILDREN, p)).or_default() += 1;
+            changes.entry(p).or_default().gained.push(seq);
+        }
+        for (p, seq) in std::mem::take(&mut self.removed_children) {
+            changes.entry(p).or_default().lost.push(seq);
+        }
+        for (id, IdChange { seq, gained, lost }) in changes {
+            let mut e = self.stored_entry(id)?.unwrap_or_default();
+            if seq.is_some() {
+                e.seq = seq;
+            }
+            e.children.retain(|c| !lost.contains(c));
+            e.children.extend(gained);
+            e.children.sort_unstable();
+            e.children.dedup();
+            if e.is_empty() {
+                self.ids.remove((f, id))?;
+            } else {
+                self.ids.insert((f, id), encode_ids(f, id, &e).as_slice())?;
             }
         }
         for (mid, seq) in std::mem::take(&mut self.pending_msg_ids) {
@@ -701,7 +741,7 @@ impl Tables<'_> {
         Ok(())
     }
 
-    /// Removes the edges (`children`, `msg_ids`, `sidechains`) of the row stored at `seq`,
+    /// Removes the edges (its parent's `ids` child, `msg_ids`, `sidechains`) of the row stored at `seq`,
     /// which a duplicate uuid is about to replace.
     fn forget_edges(&mut self, st: &mut FileState, seq: u32) -> Result<(), redb::Error> {
         let f = self.f;
@@ -714,12 +754,8 @@ impl Tables<'_> {
             if let Some(p) = old.head.parent
                 && self.zero.is_none()
                 && !self.pending_children.remove(&(p.0, seq))
-                && self.children.remove((f, p.0, seq))?.is_some()
             {
-                *self
-                    .count_deltas
-                    .entry((counts::CHILDREN, p.0))
-                    .or_default() -= 1;
+                self.removed_children.insert((p.0, seq));
             }
             if let Some(mid) = old.head.message_id
                 && self.zero.is_none()
@@ -767,6 +803,10 @@ impl Tables<'_> {
                 debug_assert!(structural(&head));
                 batch.structural = true;
                 self.arrived(batch, head.uuid)?;
+                // Its children are re-pointed to its parent (`query::check_repointed`).
+                if let Some(p) = head.parent {
+                    self.name(p)?;
+                }
                 let value = tag(&id_key(f, 0, head.uuid.0), opt_id(head.parent));
                 self.progress.insert((f, head.uuid.0), value.as_slice())?;
             }
@@ -777,7 +817,7 @@ impl Tables<'_> {
                 let existing = match (&self.zero, self.pending_uuids.get(&head.uuid.0)) {
                     (Some(z), _) => z.seq_of(&head.uuid.0),
                     (None, Some(&seq)) => Some(seq),
-                    (None, None) => self.uuids.get((f, head.uuid.0))?.map(|v| v.value()),
+                    (None, None) => self.stored_seq(head.uuid.0)?,
                 };
                 let seq = if let Some(seq) = existing {
                     batch.structural = true;
@@ -792,11 +832,6 @@ impl Tables<'_> {
                         z.add(head.uuid.0, seq);
                     } else {
                         self.pending_uuids.insert(head.uuid.0, seq);
-                        // A message's count is stored as the difference from one child.
-                        *self
-                            .count_deltas
-                            .entry((counts::CHILDREN, head.uuid.0))
-                            .or_default() -= counts::expected_children(true);
                     }
                     batch.new_rows.push(seq);
                     seq
@@ -857,8 +892,7 @@ fn ingest_from(
     let mut tables = Tables {
         f: st.file,
         rows: txn.open_table(ROWS)?,
-        uuids: txn.open_table(UUIDS)?,
-        children: txn.open_table(CHILDREN)?,
+        ids: txn.open_table(IDS)?,
         msg_ids: txn.open_table(MSG_IDS)?,
         progress: txn.open_table(PROGRESS)?,
         forward: txn.open_table(FORWARD)?,
@@ -866,6 +900,7 @@ fn ingest_from(
         sidechains: txn.open_table(SIDECHAINS)?,
         pending_uuids: BTreeMap::new(),
         pending_children: BTreeSet::new(),
+        removed_children: BTreeSet::new(),
         pending_msg_ids: BTreeSet::new(),
         counts: txn.open_table(COUNTS)?,
         count_deltas: BTreeMap::new(),
@@ -1004,8 +1039,7 @@ mod tests {
         let txn = db.begin_read().unwrap();
         let mut out = Vec::new();
         all(&txn, ROWS, &mut out);
-        all(&txn, UUIDS, &mut out);
-        all(&txn, CHILDREN, &mut out);
+        all(&txn, IDS, &mut out);
         all(&txn, MSG_IDS, &mut out);
         all(&txn, COUNTS, &mut out);
         all(&txn, SIDECHAINS, &mut out);
@@ -1057,7 +1091,7 @@ mod tests {
     /// catch-up of appended lines writes them as they come, in sorted runs. On every fixture
     /// and real transcript, and on duplicate uuids whose later line changes the parent, the
     /// response and the sidechain flag, the file indexed at once and the same file caught up
-    /// three lines at a time hold the same rows, `uuids`, `children`, `msg_ids`, `counts`,
+    /// three lines at a time hold the same rows, `ids`, `msg_ids`, `counts`,
     /// `sidechains`, `forward` and `progress` entries.
     #[test]
     fn a_first_index_writes_the_edges_that_appends_write() {
@@ -1085,13 +1119,8 @@ mod tests {
         assert_eq!(at_once, by_parts, "duplicates");
         let count = |table: &str| at_once.iter().filter(|e| e.starts_with(table)).count();
         assert_eq!(
-            (
-                count("uuids"),
-                count("children"),
-                count("msg_ids"),
-                count("sidechains")
-            ),
-            (7, 6, 3, 1)
+            (count("ids"), count("msg_ids"), count("sidechains")),
+            (7, 3, 1)
         );
         let mut compared = 0;
         for src in crate::testing::fixture_files() {

@@ -2,17 +2,17 @@
 //! view end.
 //!
 //! The writer holds one [`IndexedFile`] per transcript it appends to. Each lookup is one redb
-//! point read (`uuids` table); nothing reads the transcript. After the writer appended, it calls
+//! point read (`ids` table); nothing reads the transcript. After the writer appended, it calls
 //! [`IndexedFile::catch_up`], which indexes exactly the bytes appended since the last catch-up
 //! (the writer's own batch, plus anything another process appended meanwhile).
 
 use std::path::{Path, PathBuf};
 
-use redb::{ReadOnlyTable, ReadableDatabase};
+use redb::ReadableDatabase;
 
 use super::codec::key_of;
 use super::open::IndexDb;
-use super::schema::{FileState, ROWS, UUIDS};
+use super::schema::{FileState, IDS, ROWS};
 use super::{Store, query};
 use crate::error::Result;
 use crate::transcript::frame::LinePos;
@@ -23,7 +23,7 @@ pub struct IndexedFile {
     db: IndexDb,
     path: PathBuf,
     state: Option<FileState>,
-    uuids: Option<ReadOnlyTable<(u32, [u8; 16]), u32>>,
+    ids: Option<super::ids::ReadIds>,
 }
 
 impl IndexedFile {
@@ -34,7 +34,7 @@ impl IndexedFile {
             db,
             path: transcript.to_path_buf(),
             state: None,
-            uuids: None,
+            ids: None,
         };
         if transcript.exists() {
             f.catch_up()?;
@@ -44,10 +44,10 @@ impl IndexedFile {
 
     /// Indexes what was appended since the last catch-up; returns the indexed length.
     pub fn catch_up(&mut self) -> Result<u64> {
-        self.uuids = None;
+        self.ids = None;
         let (_, st) = Store::catch_up_in(&mut self.db, &self.path)?;
         let txn = self.db.db().begin_read().map_err(|e| self.db.err(e))?;
-        self.uuids = Some(txn.open_table(UUIDS).map_err(|e| self.db.err(e))?);
+        self.ids = Some(txn.open_table(IDS).map_err(|e| self.db.err(e))?);
         let len = st.indexed_len;
         self.state = Some(st);
         Ok(len)
@@ -55,25 +55,32 @@ impl IndexedFile {
 
     /// Whether a message with uuid `id` is in the transcript (as of the last catch-up).
     pub fn contains(&self, id: Id) -> Result<bool> {
-        let (Some(st), Some(t)) = (&self.state, &self.uuids) else {
-            return Ok(false);
+        Ok(self.seq_of(id)?.is_some())
+    }
+
+    /// The row of message `id` (`ids`); a damaged entry is an error, never an absent id.
+    fn seq_of(&self, id: Id) -> Result<Option<u32>> {
+        let (Some(st), Some(t)) = (&self.state, &self.ids) else {
+            return Ok(None);
         };
-        Ok(t.get((st.file, id.0))
-            .map_err(|e| self.db.err(e))?
-            .is_some())
+        let Some(v) = t.get((st.file, id.0)).map_err(|e| self.db.err(e))? else {
+            return Ok(None);
+        };
+        let e = super::ids::decode(st.file, id.0, v.value())
+            .ok_or_else(|| self.db.err("an ids entry fails its checksum"))?;
+        Ok(e.seq)
     }
 
     /// Where the line of message `id` is (the last line written with that uuid).
     pub fn position(&self, id: Id) -> Result<Option<LinePos>> {
-        let (Some(st), Some(t)) = (&self.state, &self.uuids) else {
+        let Some(st) = &self.state else {
             return Ok(None);
         };
-        let Some(seq) = t.get((st.file, id.0)).map_err(|e| self.db.err(e))? else {
+        let Some(seq) = self.seq_of(id)? else {
             return Ok(None);
         };
         let txn = self.db.db().begin_read().map_err(|e| self.db.err(e))?;
         let rows = txn.open_table(ROWS).map_err(|e| self.db.err(e))?;
-        let seq = seq.value();
         let row = rows
             .get((st.file, seq))
             .map_err(|e| self.db.err(e))?

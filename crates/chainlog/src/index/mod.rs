@@ -28,6 +28,7 @@ pub mod codec;
 pub mod derive;
 pub mod extension;
 pub mod guard;
+pub mod ids;
 pub mod incremental;
 pub mod ingest;
 pub mod live;

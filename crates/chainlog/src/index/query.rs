@@ -13,11 +13,10 @@ use std::collections::HashMap;
 use redb::{ReadOnlyTable, ReadTransaction};
 
 use super::guard::read;
-use super::schema::{
-    CHILDREN, DERIVED, FORWARD, FileState, LEAF_TIMES, MSG_IDS, NAMES, PROGRESS, REPARENTED, ROWS,
-    UUIDS,
-};
 use super::schema::{COUNTS, counts, sortable_ts};
+use super::schema::{
+    DERIVED, FORWARD, FileState, IDS, LEAF_TIMES, MSG_IDS, NAMES, PROGRESS, REPARENTED, ROWS,
+};
 use super::state::{self, Decoder, IndexFault};
 use crate::chain::{Graph, MessageRow};
 use crate::transcript::envelope::{Flags, Kind, MessageHead};
@@ -28,9 +27,8 @@ use super::schema::{ID_FIRST as ZERO, ID_LAST as MAX};
 
 type ReadDecoder = Decoder<
     ReadOnlyTable<(u32, u32), &'static [u8]>,
-    ReadOnlyTable<(u32, [u8; 16]), u32>,
+    ReadOnlyTable<(u32, [u8; 16]), &'static [u8]>,
     ReadOnlyTable<(u32, u8, [u8; 16]), &'static [u8]>,
-    ReadOnlyTable<(u32, [u8; 16], u32), ()>,
     ReadOnlyTable<(u32, [u8; 16], u32), ()>,
 >;
 
@@ -52,9 +50,8 @@ impl IndexGraph {
             dec: Decoder::new(
                 st,
                 read("rows", || txn.open_table(ROWS))?,
-                read("uuids", || txn.open_table(UUIDS))?,
+                read("ids", || txn.open_table(IDS))?,
                 read("derived", || txn.open_table(DERIVED))?,
-                read("children", || txn.open_table(CHILDREN))?,
                 read("reparented", || txn.open_table(REPARENTED))?,
             )
             .strict(),
@@ -137,30 +134,18 @@ impl IndexGraph {
         Ok(!progress && self.st().segment_anchor != Some(p) && self.get(p)?.is_some())
     }
 
-    /// Live children of `parent` ([`Decoder::children_of`]), the number of its `children`
-    /// entries checked against `counts`.
+    /// Live children of `parent` ([`Decoder::children_of`]).
     pub(crate) fn children_of(&self, parent: Id) -> Result<Vec<(u32, MessageRow)>, IndexFault> {
-        let (out, on_disk) = self.dec.children_counted(parent)?;
-        let expected = counts::expected_children(self.dec.seq_of(parent)?.is_some());
-        self.check_count(counts::CHILDREN, parent.0, expected, on_disk)?;
-        Ok(out)
+        self.dec.children_of(parent)
     }
 
-    /// Checks that a scan found as many keys as `counts` records (added to `expected`, the
-    /// count when none is stored): a key changed by damage moves out of its range, and the
-    /// scan would silently miss it.
-    fn check_count(
-        &self,
-        kind: u8,
-        id: [u8; 16],
-        expected: i64,
-        found: usize,
-    ) -> Result<(), IndexFault> {
+    /// Checks that a scan found as many keys as `counts` records: a key changed by damage
+    /// moves out of its range, and the scan would silently miss it.
+    fn check_count(&self, kind: u8, id: [u8; 16], found: usize) -> Result<(), IndexFault> {
         let f = self.st().file;
         let stored = read("counts", || {
             Ok::<_, redb::StorageError>(self.counts.get((f, kind, id))?.map_or(0, |v| v.value()))
         })?;
-        let stored = stored.saturating_add(expected);
         if usize::try_from(stored).ok() != Some(found) {
             return Err(IndexFault::damaged(
                 "counts",
@@ -170,9 +155,29 @@ impl IndexGraph {
         Ok(())
     }
 
+    /// Checks a re-pointed parent `p` of row `i` (a `PARENT` fact): the projections re-point a
+    /// row to a message (a live ancestor, a preserved segment's anchor or tail) or to an id a
+    /// line named that no line has (`forward`: ingest records the parents of progress entries
+    /// and the ids of preserved segments there). One in neither is an `ids` key the damage
+    /// changed: without this check the walk would stop there, at a break that is not there.
+    fn check_repointed(&self, i: usize, p: Id) -> Result<(), IndexFault> {
+        let f = self.st().file;
+        if self.dec.seq_of(p)?.is_some()
+            || read("forward", || {
+                Ok::<_, redb::StorageError>(self.forward.get((f, p.0))?.is_some())
+            })?
+        {
+            return Ok(());
+        }
+        Err(IndexFault::damaged(
+            "ids",
+            format!("the re-pointed parent of row {i} is neither indexed nor recorded as missing"),
+        ))
+    }
+
     /// Checks the ingest invariant for the on-disk parent `p` of row `i`, when it is also the
-    /// effective parent: every id a line names as its parent is a message (`uuids`), a progress
-    /// entry (`progress`), or was never seen (`forward`). A parent in none of them is a `uuids`
+    /// effective parent: every id a line names as its parent is a message (`ids`), a progress
+    /// entry (`progress`), or was never seen (`forward`). A parent in none of them is an `ids`
     /// key the damage changed: without this check, the lookup would miss and the walk would
     /// bridge or stop at a chain break that is not there. A progress parent of a live row is
     /// always re-pointed (format.md §A5 step 3): one that was not is a `derived` key the damage
@@ -202,7 +207,7 @@ impl IndexGraph {
             return Ok(());
         }
         Err(IndexFault::damaged(
-            "uuids",
+            "ids",
             format!("the parent of row {i} is neither indexed nor recorded as missing"),
         ))
     }
@@ -215,10 +220,10 @@ impl Graph for IndexGraph {
         let Some(i) = self.dec.live(id)?.map(|s| s as usize) else {
             return Ok(None);
         };
-        // The position is a bare number in `uuids`: the row it names must be the message.
+        // The position is a bare number in `ids`: the row it names must be the message.
         if self.row(i)?.head.uuid != id {
             return Err(IndexFault::damaged(
-                "uuids",
+                "ids",
                 format!("row {i} is not the message its uuid entry names"),
             ));
         }
@@ -236,10 +241,10 @@ impl Graph for IndexGraph {
     fn parent_of(&self, i: usize) -> Result<Option<Id>, IndexFault> {
         let row = self.row(i)?;
         let parent = self.dec.parent_of(&row)?;
-        if let Some(p) = parent
-            && parent == row.head.parent
-        {
-            self.check_named(i, p)?;
+        match parent {
+            Some(p) if parent == row.head.parent => self.check_named(i, p)?,
+            Some(p) => self.check_repointed(i, p)?,
+            None => {}
         }
         Ok(parent)
     }
@@ -270,7 +275,7 @@ impl Graph for IndexGraph {
                 .map(|item| item.map(|(k, _)| k.value().2))
                 .collect::<Result<Vec<u32>, redb::StorageError>>()
         })?;
-        self.check_count(counts::MSG_IDS, counts::mid_key(mid), 0, seqs.len())?;
+        self.check_count(counts::MSG_IDS, counts::mid_key(mid), seqs.len())?;
         for i in seqs {
             let i = i as usize;
             let h = self.row(i)?.head;
@@ -356,7 +361,7 @@ mod tests {
     use crate::chain::{ResolveOptions, resolve_graph};
     use crate::index::{ingest, schema};
     use crate::testing::line;
-    use redb::ReadableDatabase;
+    use redb::{ReadableDatabase, ReadableTable};
 
     /// A stored row that does not decode ends the answer with a typed fault naming the table;
     /// no placeholder row and no answer.
@@ -395,17 +400,17 @@ mod tests {
         );
     }
 
-    /// Most `children` counts are not stored (one child per message is expected): a lost entry
-    /// under a message with one child, an entry gained by a leaf, and a lost entry under an id
-    /// no line was written with are each caught, through a first index and an append alike.
+    /// An `ids` entry whose value was damaged, or that was lost with its key, ends the answer
+    /// with a typed fault, through a first index and an append alike: the walk from the leaf
+    /// meets a parent no table names.
     #[test]
-    fn a_children_range_that_is_not_its_count_is_damage() {
+    fn a_damaged_or_lost_ids_entry_is_a_fault_not_an_answer() {
         let id = |n: u64| Id::from_text(&format!("00000000-0000-4000-8000-{n:012x}"));
         for appended in [false, true] {
             let dir = tempfile::tempdir().unwrap();
             let path = dir.path().join("t.jsonl");
             let first = [line(1, None, "user"), line(2, Some(1), "assistant")].join("\n") + "\n";
-            let rest = [line(3, Some(2), "user"), line(5, Some(9), "user")].join("\n") + "\n";
+            let rest = [line(3, Some(2), "user"), line(4, Some(3), "assistant")].join("\n") + "\n";
             let db = redb::Database::create(dir.path().join("i.redb")).unwrap();
             let txn = db.begin_write().unwrap();
             schema::create_all(&txn).unwrap();
@@ -416,53 +421,101 @@ mod tests {
             std::fs::write(&path, first + &rest).unwrap();
             let (_, st) = ingest::catch_up(&txn, "t", &path).unwrap();
             txn.commit().unwrap();
-            let children = |n: u64| {
+            let names = IdNames::default();
+            let resolve = || {
                 let r = db.begin_read().unwrap();
                 let g = IndexGraph::new(&r, st.clone()).unwrap();
-                g.children_of(id(n)).map(|c| c.len())
+                let no_full = || Err::<IndexGraph, _>(IndexFault::Other("unused".into()));
+                resolve_graph(&g, ResolveOptions::default(), &names, no_full)
+                    .map(|r| r.unwrap().chain.len())
             };
-            assert_eq!(children(1).unwrap(), 1);
-            assert_eq!(children(3).unwrap(), 0);
-            assert_eq!(children(9).unwrap(), 1);
-            let f = st.file;
-            for (n, change) in [(1, "lose"), (3, "gain"), (9, "lose")] {
+            assert_eq!(resolve().unwrap(), 4);
+            let key = (st.file, id(2).0);
+            let txn = db.begin_write().unwrap();
+            let clean = txn
+                .open_table(IDS)
+                .unwrap()
+                .get(key)
+                .unwrap()
+                .unwrap()
+                .value()
+                .to_vec();
+            txn.abort().unwrap();
+            let mut flipped = clean.clone();
+            flipped[2] ^= 4;
+            for damaged in [Some(flipped), None] {
                 let txn = db.begin_write().unwrap();
-                let mut t = txn.open_table(CHILDREN).unwrap();
-                let seq = match n {
-                    1 => 1,
-                    9 => 3,
-                    _ => 0,
+                let mut t = txn.open_table(IDS).unwrap();
+                match &damaged {
+                    Some(v) => t.insert(key, v.as_slice()).unwrap(),
+                    None => t.remove(key).unwrap(),
                 };
-                let key = (f, id(n).0, seq);
-                if change == "lose" {
-                    assert!(t.remove(key).unwrap().is_some(), "{n}");
-                } else {
-                    t.insert(key, ()).unwrap();
-                }
                 drop(t);
                 txn.commit().unwrap();
-                let err = children(n).unwrap_err();
+                let err = resolve().unwrap_err();
+                // A damaged value fails its checksum; a lost one leaves row 3's parent unnamed.
+                let what = if damaged.is_some() {
+                    "checksum"
+                } else {
+                    "row 2"
+                };
                 assert!(
-                    matches!(
-                        err,
-                        IndexFault::Damaged {
-                            table: "counts",
-                            ..
-                        }
-                    ),
-                    "{n} ({appended}): {err}"
+                    matches!(&err, IndexFault::Damaged { table: "ids", what: w } if w.contains(what)),
+                    "{appended} {damaged:?}: {err}"
                 );
                 let txn = db.begin_write().unwrap();
-                let mut t = txn.open_table(CHILDREN).unwrap();
-                if change == "lose" {
-                    t.insert(key, ()).unwrap();
-                } else {
-                    t.remove(key).unwrap();
-                }
-                drop(t);
+                txn.open_table(IDS)
+                    .unwrap()
+                    .insert(key, clean.as_slice())
+                    .unwrap();
                 txn.commit().unwrap();
-                assert!(children(n).is_ok());
+                assert_eq!(resolve().unwrap(), 4);
             }
         }
+    }
+
+    /// A leaf fact that damage moved out of the `LEAF` range is not found by the scan; the
+    /// count in the file state tells (the answer would otherwise be "no leaf", or another one).
+    #[test]
+    fn a_leaf_fact_missing_from_its_range_is_a_fault_not_an_answer() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.jsonl");
+        let text = [
+            line(1, None, "user"),
+            line(2, Some(1), "assistant"),
+            line(3, Some(1), "assistant"),
+        ]
+        .join("\n")
+            + "\n";
+        std::fs::write(&path, text).unwrap();
+        let db = redb::Database::create(dir.path().join("i.redb")).unwrap();
+        let txn = db.begin_write().unwrap();
+        schema::create_all(&txn).unwrap();
+        let (_, st) = ingest::catch_up(&txn, "t", &path).unwrap();
+        txn.commit().unwrap();
+        assert_eq!(st.leaf_facts, 2);
+        let leaves = || {
+            let r = db.begin_read().unwrap();
+            IndexGraph::new(&r, st.clone()).unwrap().leaves()
+        };
+        assert_eq!(leaves().unwrap(), [1, 2]);
+        let id = Id::from_text("00000000-0000-4000-8000-000000000003");
+        let txn = db.begin_write().unwrap();
+        txn.open_table(DERIVED)
+            .unwrap()
+            .remove((st.file, schema::derived::LEAF, id.0))
+            .unwrap();
+        txn.commit().unwrap();
+        let err = leaves().unwrap_err();
+        assert!(
+            matches!(
+                err,
+                IndexFault::Damaged {
+                    table: "derived",
+                    ..
+                }
+            ),
+            "{err}"
+        );
     }
 }

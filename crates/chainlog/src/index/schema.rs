@@ -1,17 +1,17 @@
 //! The index schema: one redb database per project directory.
 //!
 //! Every table is keyed by a `file` id first (a project holds many transcripts); a file's
-//! rows can be dropped with one range delete. Values are rmp-serde blobs or fixed bytes; blobs,
-//! `derived` and `progress` values carry a checksum over the value and its key (`codec`).
+//! rows can be dropped with one range delete. Values are rmp-serde blobs, their own layouts
+//! (`row`, `ids`) or fixed bytes; all but fixed ones carry a checksum over the value and its
+//! key (`codec`).
 //!
 //! | table | key | value | what |
 //! |---|---|---|---|
 //! | `meta` | name | bytes | `schema` version, `next_file` id |
 //! | `files` | path | [`FileState`] | identity, indexed length, lines, fingerprint, derived scalars |
 //! | `chunks` | (file, chunk no.) | blake3/16 | fingerprint of each complete 64 KiB chunk |
-//! | `rows` | (file, seq) | [`MessageRow`](crate::chain::MessageRow) | one per uuid, in map order |
-//! | `uuids` | (file, uuid) | seq | uuid → row |
-//! | `children` | (file, parent, seq) | () | on-disk parent edges |
+//! | `rows` | (file, seq) | [`MessageRow`](crate::chain::MessageRow) ([`super::row`]) | one per uuid, in map order |
+//! | `ids` | (file, id) | [`IdEntry`](super::ids::IdEntry) | uuid → row, and the rows naming the id as their on-disk parent |
 //! | `msg_ids` | (file, `message.id` hash, seq) | () | assistant lines of one response |
 //! | `progress` | (file, uuid) | parent | legacy progress entries |
 //! | `names` | (file, uuid) | text | ids that are not UUIDs |
@@ -21,7 +21,7 @@
 //! | `leaf_times` | (file, sidechain, timestamp, seq) | () | leaves by time: the newest is the last key |
 //! | `forward` | (file, uuid) | () | ids named (snip, preserved segment, parent) before any row had them |
 //! | `listing` | path | header + bytes | what `ls` shows of a session, with the stat it is valid for (`catalog::cache`) |
-//! | `counts` | (file, kind, id) | count | entries of a `children` or `msg_ids` range (checked by scans) |
+//! | `counts` | (file, kind, id) | count | entries of a `msg_ids` range (checked by scans) |
 //! | `sidechains` | (file, seq) | () | rows of `isSidechain` messages (inline sub-agents), counted in [`FileState::sidechain_rows`] |
 //! | `view` | (file, n) | head, then blocks of fixed link records | the materialised resume view ([`super::view`]) |
 
@@ -57,11 +57,11 @@ use redb::TableDefinition;
 ///   read was 7 % of a warm `ls`.
 /// - 12: `view` links are stored 256 records per value (`view::BLOCK`): redb's work per
 ///   entry was most of a warm resume of 10,000 messages.
-/// - 13: a `children` count is stored as the difference from one child per message (none
-///   per other id), only where it differs (`counts::CHILDREN`), as a plain `i64`: a count
-///   per message was a sixth of a large index. Rows are stored in their own layout (`row`):
-///   73 bytes a row of a 1 GiB generated transcript instead of a 100-byte `MessagePack`
-///   array; the session is an index into `FileState::sessions`.
+/// - 13: `ids` replaces `uuids`, `children` and their `counts`: one value per id holds its row
+///   and the rows naming it as their parent (`ids`); three B-tree entries per message were
+///   half of a large index. Rows are stored in their own layout (`row`): 73 bytes a row of a
+///   1 GiB generated transcript instead of a 100-byte `MessagePack` array; the session is an
+///   index into `FileState::sessions`. `counts` are plain `i64`s.
 pub const INDEX_SCHEMA_VERSION: u32 = 13;
 
 /// The lowest and highest 16-byte ids, for range scans over one file's rows.
@@ -76,8 +76,7 @@ pub const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
 pub const FILES: TableDefinition<&str, &[u8]> = TableDefinition::new("files");
 pub const CHUNKS: TableDefinition<(u32, u64), [u8; 16]> = TableDefinition::new("chunks");
 pub const ROWS: TableDefinition<(u32, u32), &[u8]> = TableDefinition::new("rows");
-pub const UUIDS: TableDefinition<(u32, [u8; 16]), u32> = TableDefinition::new("uuids");
-pub const CHILDREN: TableDefinition<(u32, [u8; 16], u32), ()> = TableDefinition::new("children");
+pub const IDS: TableDefinition<(u32, [u8; 16]), &[u8]> = TableDefinition::new("ids");
 pub const MSG_IDS: TableDefinition<(u32, u64, u32), ()> = TableDefinition::new("msg_ids");
 pub const PROGRESS: TableDefinition<(u32, [u8; 16]), &[u8]> = TableDefinition::new("progress");
 pub const NAMES: TableDefinition<(u32, [u8; 16]), &str> = TableDefinition::new("names");
@@ -97,19 +96,8 @@ pub const VIEW: TableDefinition<(u32, u32), &[u8]> = TableDefinition::new("view"
 /// damaged one disagrees with its range (damage either way), and one whose key changed leaves
 /// its own range without the count it needs.
 pub mod counts {
-    /// `children` entries of a parent (key: the parent id), stored as the difference from
-    /// [`expected_children`]: most messages have one child, so most counts are not stored,
-    /// and a missing entry still tells how many a scan must find.
-    pub const CHILDREN: u8 = 0;
     /// `msg_ids` entries of a `message.id` hash (key: the hash, little-endian, zero-padded).
     pub const MSG_IDS: u8 = 1;
-
-    /// The number of `children` entries a parent has when its [`CHILDREN`] count is not
-    /// stored: one for a message (an id with a `uuids` entry), none for any other id (a
-    /// progress entry, an id never written).
-    pub fn expected_children(is_message: bool) -> i64 {
-        i64::from(is_message)
-    }
 
     /// The 16-byte key of a `message.id` hash.
     pub fn mid_key(mid: u64) -> [u8; 16] {
@@ -125,8 +113,7 @@ pub fn create_all(txn: &redb::WriteTransaction) -> Result<(), redb::TableError> 
     txn.open_table(FILES)?;
     txn.open_table(CHUNKS)?;
     txn.open_table(ROWS)?;
-    txn.open_table(UUIDS)?;
-    txn.open_table(CHILDREN)?;
+    txn.open_table(IDS)?;
     txn.open_table(MSG_IDS)?;
     txn.open_table(PROGRESS)?;
     txn.open_table(NAMES)?;
@@ -218,4 +205,6 @@ pub struct FileState {
     pub segment_anchor: Option<crate::transcript::id::Id>,
     /// The session hashes the file's rows name by index (`row`), in order of appearance.
     pub sessions: Vec<u64>,
+    /// `LEAF` facts in `derived` (a scan of them checks the count).
+    pub leaf_facts: u32,
 }

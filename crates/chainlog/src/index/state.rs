@@ -12,7 +12,7 @@
 //! |---|---|
 //! | liveness | dead unless `seq ≥ FileState::drop_before` or a `PRESERVED` row; a `DEAD` row (snip) |
 //! | effective parent | a `PARENT` row when it differs from the line's `parentUuid`, plus a `reparented` edge |
-//! | children | `children` (on-disk edges) ∪ `reparented`, kept when live and the effective parent matches |
+//! | children | the `ids` entry's children (on-disk edges) ∪ `reparented`, kept when live and the effective parent matches |
 //! | leaves | `LEAF` rows (value: seq) and `leaf_times` keys (turn leaves by time) |
 //! | zeroed usage | `ZEROED` rows |
 //! | scalars | `FileState::{live_rows, main_rows, drop_before, segment_anchor}` |
@@ -23,6 +23,7 @@ use redb::{ReadableTable, Table, WriteTransaction};
 
 use super::codec::{id_key, key_of, opt_id, read_opt_id, tag, untag};
 use super::guard::read;
+use super::ids::IdEntry;
 use super::schema::{
     DERIVED, FileState, ID_FIRST as ZERO, ID_LAST as MAX, LEAF_TIMES, REPARENTED, derived,
     sortable_ts,
@@ -163,8 +164,9 @@ impl<'t> Encoder<'t> {
         for &id in &tree.preserved {
             self.put(derived::PRESERVED, id, Vec::new())?;
         }
+        st.leaf_facts = 0;
         for &i in &tree.leaves {
-            self.set_leaf(seq(i), &rows[i], true)?;
+            self.set_leaf(st, seq(i), &rows[i], true)?;
         }
         for &id in &tree.zeroed_usage {
             self.put(derived::ZEROED, id, Vec::new())?;
@@ -190,18 +192,33 @@ impl<'t> Encoder<'t> {
         Ok(())
     }
 
-    /// Sets or clears the leaf status of row `seq`.
-    pub fn set_leaf(&mut self, seq: u32, h: &impl RowHead, leaf: bool) -> Result<(), redb::Error> {
+    /// Sets or clears the leaf status of row `seq`, counted in `st.leaf_facts`.
+    pub fn set_leaf(
+        &mut self,
+        st: &mut FileState,
+        seq: u32,
+        h: &impl RowHead,
+        leaf: bool,
+    ) -> Result<(), redb::Error> {
         let f = self.f;
         let side = u8::from(h.flags().has(Flags::SIDECHAIN));
         let time_key = (f, side, sortable_ts(h.timestamp()), seq);
+        let key = (f, derived::LEAF, h.uuid().0);
         if leaf {
-            self.put(derived::LEAF, h.uuid(), seq.to_le_bytes().to_vec())?;
+            let value = tag(
+                &id_key(f, derived::LEAF, h.uuid().0),
+                seq.to_le_bytes().to_vec(),
+            );
+            if self.derived.insert(key, value.as_slice())?.is_none() {
+                st.leaf_facts += 1;
+            }
             if h.kind().is_turn() {
                 self.leaf_times.insert(time_key, ())?;
             }
         } else {
-            self.derived.remove((f, derived::LEAF, h.uuid().0))?;
+            if self.derived.remove(key)?.is_some() {
+                st.leaf_facts = st.leaf_facts.saturating_sub(1);
+            }
             self.leaf_times.remove(time_key)?;
         }
         Ok(())
@@ -213,12 +230,11 @@ fn seq(i: usize) -> u32 {
 }
 
 /// The one reader of the derived state of a file, over read-only or read-write tables.
-pub struct Decoder<R, U, D, C, P> {
+pub struct Decoder<R, I, D, P> {
     st: FileState,
     rows: R,
-    uuids: U,
+    ids: I,
     derived: D,
-    children: C,
     reparented: P,
     /// The `DEAD`, `PRESERVED` and `ZEROED` facts, read once (a scan whose count is checked
     /// against the file state: a point lookup cannot tell a missing fact from a key changed by
@@ -228,22 +244,20 @@ pub struct Decoder<R, U, D, C, P> {
     strict: bool,
 }
 
-impl<R, U, D, C, P> Decoder<R, U, D, C, P>
+impl<R, I, D, P> Decoder<R, I, D, P>
 where
     R: ReadableTable<(u32, u32), &'static [u8]>,
-    U: ReadableTable<(u32, [u8; 16]), u32>,
+    I: ReadableTable<(u32, [u8; 16]), &'static [u8]>,
     D: ReadableTable<(u32, u8, [u8; 16]), &'static [u8]>,
-    C: ReadableTable<(u32, [u8; 16], u32), ()>,
     P: ReadableTable<(u32, [u8; 16], u32), ()>,
 {
     /// A decoder for the file of `st`.
-    pub fn new(st: FileState, rows: R, uuids: U, derived: D, children: C, reparented: P) -> Self {
+    pub fn new(st: FileState, rows: R, ids: I, derived: D, reparented: P) -> Self {
         Decoder {
             st,
             rows,
-            uuids,
+            ids,
             derived,
-            children,
             reparented,
             sets: std::cell::OnceCell::new(),
             strict: false,
@@ -260,14 +274,8 @@ where
     }
 
     /// The tables, back (to write through the same handles).
-    pub fn into_tables(self) -> (R, U, D, C, P) {
-        (
-            self.rows,
-            self.uuids,
-            self.derived,
-            self.children,
-            self.reparented,
-        )
+    pub fn into_tables(self) -> (R, I, D, P) {
+        (self.rows, self.ids, self.derived, self.reparented)
     }
 
     /// The file's state.
@@ -350,11 +358,22 @@ where
             .collect()
     }
 
+    /// The `ids` entry of `id`: its row and the rows naming it as their parent.
+    pub fn entry(&self, id: Id) -> Fault<Option<IdEntry>> {
+        let f = self.f();
+        let v = read("ids", || {
+            Ok::<_, redb::StorageError>(self.ids.get((f, id.0))?.map(|v| v.value().to_vec()))
+        })?;
+        v.map(|v| {
+            super::ids::decode(f, id.0, &v)
+                .ok_or_else(|| IndexFault::damaged("ids", "an entry fails its checksum"))
+        })
+        .transpose()
+    }
+
     /// The map position of a message, live or not.
     pub fn seq_of(&self, id: Id) -> Fault<Option<u32>> {
-        read("uuids", || {
-            Ok::<_, redb::StorageError>(self.uuids.get((self.f(), id.0))?.map(|v| v.value()))
-        })
+        Ok(self.entry(id)?.and_then(|e| e.seq))
     }
 
     /// The map position of a live message (format.md §A5 steps 5 and 6 applied).
@@ -396,19 +415,8 @@ where
 
     /// Live children by effective parent, in map order.
     pub fn children_of(&self, id: Id) -> Fault<Vec<(u32, MessageRow)>> {
-        Ok(self.children_counted(id)?.0)
-    }
-
-    /// [`Decoder::children_of`], and how many `children` entries (on-disk edges) `id` has.
-    pub fn children_counted(&self, id: Id) -> Fault<(Vec<(u32, MessageRow)>, usize)> {
         let f = self.f();
-        let mut seqs: Vec<u32> = read("children", || {
-            self.children
-                .range((f, id.0, 0)..=(f, id.0, u32::MAX))?
-                .map(|item| item.map(|(k, _)| k.value().2))
-                .collect::<Result<Vec<u32>, redb::StorageError>>()
-        })?;
-        let on_disk = seqs.len();
+        let mut seqs = self.entry(id)?.map(|e| e.children).unwrap_or_default();
         let reparented = read("reparented", || {
             self.reparented
                 .range((f, id.0, 0)..=(f, id.0, u32::MAX))?
@@ -437,11 +445,11 @@ where
         let mut out = Vec::new();
         for seq in seqs {
             let row = self.row(seq)?;
-            // Every row is the one `uuids` names for its uuid (a duplicate line replaces the
-            // row in place): one it does not name lost its `uuids` key to damage.
+            // Every row is the one `ids` names for its uuid (a duplicate line replaces the
+            // row in place): one it does not name lost its `ids` key to damage.
             if self.strict && self.seq_of(row.head.uuid)? != Some(seq) {
                 return Err(IndexFault::damaged(
-                    "uuids",
+                    "ids",
                     format!("row {seq} is not the row of its uuid"),
                 ));
             }
@@ -449,7 +457,7 @@ where
                 out.push((seq, row));
             }
         }
-        Ok((out, on_disk))
+        Ok(out)
     }
 
     /// The map position of `id` when it is a leaf. A leaf fact that damage moved is not found
@@ -480,6 +488,17 @@ where
             let b = <[u8; 4]>::try_from(payload)
                 .map_err(|_| IndexFault::damaged("derived", "leaf value of wrong length"))?;
             out.push((u32::from_le_bytes(b), Id(id)));
+        }
+        // A scan cannot tell a fact that damage moved out of its range from one never written.
+        if out.len() != self.st.leaf_facts as usize {
+            return Err(IndexFault::damaged(
+                "derived",
+                format!(
+                    "a scan found {} leaves, {} are counted",
+                    out.len(),
+                    self.st.leaf_facts
+                ),
+            ));
         }
         out.sort_unstable();
         Ok(out)
