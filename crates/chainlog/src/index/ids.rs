@@ -10,8 +10,11 @@
 //! ```text
 //! row + 1 (0: no row has this id) u32 | children, ascending, u32 each | CRC-32
 //! ```
+//!
+//! `responses` values have the same shape for one `message.id` hash: the assistant rows of
+//! that response, ascending (they were `msg_ids` keys with a `counts` entry per response).
 
-use super::codec::{id_key, tag, untag};
+use super::codec::{id_key, key_of, tag, untag};
 
 /// The `ids` table, open for reading.
 pub type ReadIds = redb::ReadOnlyTable<(u32, [u8; 16]), &'static [u8]>;
@@ -52,17 +55,41 @@ pub fn encode(f: u32, id: [u8; 16], e: &IdEntry) -> Vec<u8> {
 /// Decodes an entry written by [`encode`] for `id` in file `f`; `None` when the checksum or
 /// the layout is wrong (children out of order included).
 pub fn decode(f: u32, id: [u8; 16], bytes: &[u8]) -> Option<IdEntry> {
-    let body = untag(&key(f, id), bytes)?;
-    if body.len() % 4 != 0 || body.is_empty() {
+    let mut words = words(untag(&key(f, id), bytes)?)?;
+    if words.is_empty() {
         return None;
     }
-    let mut words = body
-        .chunks_exact(4)
-        .map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]]));
-    let seq = words.next()?.checked_sub(1);
-    let children: Vec<u32> = words.collect();
-    let e = IdEntry { seq, children };
+    let seq = words.remove(0).checked_sub(1);
+    let e = IdEntry {
+        seq,
+        children: words,
+    };
     (e.children.is_sorted_by(|a, b| a < b) && !e.is_empty()).then_some(e)
+}
+
+/// Encodes the assistant rows of response `mid` in file `f` (ascending).
+pub fn encode_response(f: u32, mid: u64, rows: &[u32]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(4 * rows.len() + 4);
+    for r in rows {
+        out.extend_from_slice(&r.to_le_bytes());
+    }
+    tag(&key_of(f, mid), out)
+}
+
+/// Decodes the rows written by [`encode_response`] for response `mid` in file `f`; `None` when
+/// the checksum or the layout is wrong (empty, or rows out of order).
+pub fn decode_response(f: u32, mid: u64, bytes: &[u8]) -> Option<Vec<u32>> {
+    let rows = words(untag(&key_of(f, mid), bytes)?)?;
+    (!rows.is_empty() && rows.is_sorted_by(|a, b| a < b)).then_some(rows)
+}
+
+/// A body of little-endian `u32`s.
+fn words(body: &[u8]) -> Option<Vec<u32>> {
+    body.len().is_multiple_of(4).then(|| {
+        body.chunks_exact(4)
+            .map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]]))
+            .collect()
+    })
 }
 
 #[cfg(test)]
@@ -104,5 +131,16 @@ mod tests {
         };
         assert_eq!(decode(2, id, &encode(2, id, &unordered)), None);
         assert_eq!(decode(2, id, &encode(2, id, &IdEntry::default())), None);
+        let v = encode_response(2, 9, &[3, 4, 8]);
+        assert_eq!(decode_response(2, 9, &v), Some(vec![3, 4, 8]));
+        assert_eq!(decode_response(2, 10, &v), None);
+        assert_eq!(decode_response(3, 9, &v), None);
+        for bit in 0..8 * v.len() {
+            let mut bad = v.clone();
+            bad[bit / 8] ^= 1 << (bit % 8);
+            assert_eq!(decode_response(2, 9, &bad), None, "bit {bit}");
+        }
+        assert_eq!(decode_response(2, 9, &encode_response(2, 9, &[4, 3])), None);
+        assert_eq!(decode_response(2, 9, &encode_response(2, 9, &[])), None);
     }
 }

@@ -22,10 +22,12 @@ use std::path::Path;
 use redb::{ReadableTable, WriteTransaction};
 
 use super::codec::{decode, encode, id_key, key_of, opt_id, tag};
-use super::ids::{IdEntry, decode as decode_ids, encode as encode_ids};
+use super::ids::{
+    IdEntry, decode as decode_ids, decode_response, encode as encode_ids, encode_response,
+};
 use super::schema::{
-    BAD_LINES, CHUNK_SIZE, CHUNKS, COUNTS, FILES, FORWARD, FileState, IDS, MSG_IDS, NAMES,
-    PROGRESS, ROWS, SIDECHAINS, counts,
+    BAD_LINES, CHUNK_SIZE, CHUNKS, FILES, FORWARD, FileState, IDS, NAMES, PROGRESS, RESPONSES,
+    ROWS, SIDECHAINS,
 };
 use super::state::IndexFault;
 use crate::chain::{BadLine, MessageRow};
@@ -214,8 +216,8 @@ pub fn drop_file_rows(txn: &WriteTransaction, f: u32) -> Result<(), redb::Error>
         .retain_in((f, 0)..=(f, u32::MAX), |_, _| false)?;
     txn.open_table(IDS)?
         .retain_in((f, ZERO)..=(f, MAX), |_, _| false)?;
-    txn.open_table(MSG_IDS)?
-        .retain_in((f, 0, 0)..=(f, u64::MAX, u32::MAX), |_, ()| false)?;
+    txn.open_table(RESPONSES)?
+        .retain_in((f, 0)..=(f, u64::MAX), |_, _| false)?;
     txn.open_table(PROGRESS)?
         .retain_in((f, ZERO)..=(f, MAX), |_, _| false)?;
     txn.open_table(NAMES)?
@@ -224,8 +226,6 @@ pub fn drop_file_rows(txn: &WriteTransaction, f: u32) -> Result<(), redb::Error>
         .retain_in((f, 0)..=(f, u64::MAX), |_, _| false)?;
     txn.open_table(FORWARD)?
         .retain_in((f, ZERO)..=(f, MAX), |_, ()| false)?;
-    txn.open_table(COUNTS)?
-        .retain_in((f, 0, ZERO)..=(f, u8::MAX, MAX), |_, _| false)?;
     txn.open_table(SIDECHAINS)?
         .retain_in((f, 0)..=(f, u32::MAX), |_, ()| false)?;
     super::derive::clear(txn, f)?;
@@ -463,26 +463,24 @@ struct Tables<'t> {
     f: u32,
     rows: redb::Table<'t, (u32, u32), &'static [u8]>,
     ids: redb::Table<'t, (u32, [u8; 16]), &'static [u8]>,
-    msg_ids: redb::Table<'t, (u32, u64, u32), ()>,
+    responses: redb::Table<'t, (u32, u64), &'static [u8]>,
     progress: redb::Table<'t, (u32, [u8; 16]), &'static [u8]>,
     forward: redb::Table<'t, (u32, [u8; 16]), ()>,
     bad: redb::Table<'t, (u32, u64), &'static [u8]>,
     sidechains: redb::Table<'t, (u32, u32), ()>,
-    /// Changes of `ids` (a new message's row, a parent's new and removed children) and keys
-    /// of `msg_ids` waiting to be written in sorted order (their keys are random: sorted runs
-    /// fill B-tree pages sequentially).
+    /// Changes of `ids` (a new message's row, a parent's new and removed children) and of
+    /// `responses` (rows gained and lost) waiting to be written in key order (their keys are
+    /// random: sorted runs fill B-tree pages sequentially).
     pending_uuids: BTreeMap<[u8; 16], u32>,
     pending_children: BTreeSet<([u8; 16], u32)>,
     removed_children: BTreeSet<([u8; 16], u32)>,
     pending_msg_ids: BTreeSet<(u64, u32)>,
-    counts: redb::Table<'t, (u32, u8, [u8; 16]), i64>,
-    /// Changes of [`COUNTS`] not written yet.
-    count_deltas: BTreeMap<(u8, [u8; 16]), i64>,
+    removed_msg_ids: BTreeSet<(u64, u32)>,
     /// The edges of a first index of the file, written once at its end ([`FromZero`]).
     zero: Option<FromZero>,
 }
 
-/// The random-key edges (`ids`, `msg_ids` and their `counts`) of a file indexed
+/// The random-key edges (`ids`, `responses`) of a file indexed
 /// from zero, kept in memory and written once, at the end, in key order. Runs of sorted keys
 /// inserted into a growing tree land all over it and leave its pages ~65 % full (a fifth of a
 /// large index was such slack); one ascending pass fills them, and a duplicate uuid is a
@@ -551,7 +549,7 @@ impl FromZero {
     }
 }
 
-/// What a catch-up changes of one id's `ids` entry.
+/// What a catch-up changes of one id's `ids` entry (or one response's `responses` entry).
 #[derive(Default)]
 struct IdChange {
     /// The row of a new message with this uuid.
@@ -657,16 +655,12 @@ impl Tables<'_> {
         drop((by_parent, order, ids));
         let mut mids: Vec<(u64, u32)> = mids.into_iter().map(|(seq, mid)| (mid, seq)).collect();
         mids.sort_unstable();
-        for &(mid, seq) in &mids {
-            self.msg_ids.insert((f, mid, seq), ())?;
-        }
-        let mut groups: Vec<([u8; 16], usize)> = mids
-            .chunk_by(|a, b| a.0 == b.0)
-            .map(|g| (counts::mid_key(g[0].0), g.len()))
-            .collect();
-        groups.sort_unstable();
-        for (key, n) in groups {
-            self.put_count(counts::MSG_IDS, key, i64::try_from(n).unwrap_or(i64::MAX))?;
+        let mut rows = Vec::new();
+        for g in mids.chunk_by(|a, b| a.0 == b.0) {
+            rows.clear();
+            rows.extend(g.iter().map(|m| m.1));
+            let v = encode_response(f, g[0].0, &rows);
+            self.responses.insert((f, g[0].0), v.as_slice())?;
         }
         Ok(())
     }
@@ -685,12 +679,6 @@ impl Tables<'_> {
                     .ok_or_else(|| redb::Error::Corrupted("an ids entry fails its checksum".into()))
             })
             .transpose()
-    }
-
-    /// Stores `n` as the count of range `(kind, id)`.
-    fn put_count(&mut self, kind: u8, id: [u8; 16], n: i64) -> Result<(), redb::Error> {
-        self.counts.insert((self.f, kind, id), n)?;
-        Ok(())
     }
 
     /// Writes the pending changes, in key order.
@@ -721,21 +709,29 @@ impl Tables<'_> {
                 self.ids.insert((f, id), encode_ids(f, id, &e).as_slice())?;
             }
         }
+        let mut responses: BTreeMap<u64, IdChange> = BTreeMap::new();
         for (mid, seq) in std::mem::take(&mut self.pending_msg_ids) {
-            if self.msg_ids.insert((f, mid, seq), ())?.is_none() {
-                *self
-                    .count_deltas
-                    .entry((counts::MSG_IDS, counts::mid_key(mid)))
-                    .or_default() += 1;
-            }
+            responses.entry(mid).or_default().gained.push(seq);
         }
-        for ((kind, id), delta) in std::mem::take(&mut self.count_deltas) {
-            let old = self.counts.get((f, kind, id))?.map_or(0, |v| v.value());
-            let new = old.saturating_add(delta);
-            if new == 0 {
-                self.counts.remove((f, kind, id))?;
+        for (mid, seq) in std::mem::take(&mut self.removed_msg_ids) {
+            responses.entry(mid).or_default().lost.push(seq);
+        }
+        for (mid, IdChange { gained, lost, .. }) in responses {
+            let mut rows = match self.responses.get((f, mid))? {
+                Some(v) => decode_response(f, mid, v.value()).ok_or_else(|| {
+                    redb::Error::Corrupted("a responses entry fails its checksum".into())
+                })?,
+                None => Vec::new(),
+            };
+            rows.retain(|r| !lost.contains(r));
+            rows.extend(gained);
+            rows.sort_unstable();
+            rows.dedup();
+            if rows.is_empty() {
+                self.responses.remove((f, mid))?;
             } else {
-                self.counts.insert((f, kind, id), new)?;
+                let v = encode_response(f, mid, &rows);
+                self.responses.insert((f, mid), v.as_slice())?;
             }
         }
         Ok(())
@@ -760,12 +756,8 @@ impl Tables<'_> {
             if let Some(mid) = old.head.message_id
                 && self.zero.is_none()
                 && !self.pending_msg_ids.remove(&(mid, seq))
-                && self.msg_ids.remove((f, mid, seq))?.is_some()
             {
-                *self
-                    .count_deltas
-                    .entry((counts::MSG_IDS, counts::mid_key(mid)))
-                    .or_default() -= 1;
+                self.removed_msg_ids.insert((mid, seq));
             }
             if old.head.flags.has(Flags::SIDECHAIN) && self.sidechains.remove((f, seq))?.is_some() {
                 st.sidechain_rows = st.sidechain_rows.saturating_sub(1);
@@ -893,7 +885,7 @@ fn ingest_from(
         f: st.file,
         rows: txn.open_table(ROWS)?,
         ids: txn.open_table(IDS)?,
-        msg_ids: txn.open_table(MSG_IDS)?,
+        responses: txn.open_table(RESPONSES)?,
         progress: txn.open_table(PROGRESS)?,
         forward: txn.open_table(FORWARD)?,
         bad: txn.open_table(BAD_LINES)?,
@@ -902,8 +894,7 @@ fn ingest_from(
         pending_children: BTreeSet::new(),
         removed_children: BTreeSet::new(),
         pending_msg_ids: BTreeSet::new(),
-        counts: txn.open_table(COUNTS)?,
-        count_deltas: BTreeMap::new(),
+        removed_msg_ids: BTreeSet::new(),
         // No row of the file yet: its edge tables are empty (a restart dropped them).
         zero: (st.rows == 0).then(FromZero::default),
     };
@@ -1040,8 +1031,7 @@ mod tests {
         let mut out = Vec::new();
         all(&txn, ROWS, &mut out);
         all(&txn, IDS, &mut out);
-        all(&txn, MSG_IDS, &mut out);
-        all(&txn, COUNTS, &mut out);
+        all(&txn, RESPONSES, &mut out);
         all(&txn, SIDECHAINS, &mut out);
         all(&txn, FORWARD, &mut out);
         all(&txn, PROGRESS, &mut out);
@@ -1091,7 +1081,7 @@ mod tests {
     /// catch-up of appended lines writes them as they come, in sorted runs. On every fixture
     /// and real transcript, and on duplicate uuids whose later line changes the parent, the
     /// response and the sidechain flag, the file indexed at once and the same file caught up
-    /// three lines at a time hold the same rows, `ids`, `msg_ids`, `counts`,
+    /// three lines at a time hold the same rows, `ids`, `responses`,
     /// `sidechains`, `forward` and `progress` entries.
     #[test]
     fn a_first_index_writes_the_edges_that_appends_write() {
@@ -1119,8 +1109,8 @@ mod tests {
         assert_eq!(at_once, by_parts, "duplicates");
         let count = |table: &str| at_once.iter().filter(|e| e.starts_with(table)).count();
         assert_eq!(
-            (count("ids"), count("msg_ids"), count("sidechains")),
-            (7, 3, 1)
+            (count("ids"), count("responses"), count("sidechains")),
+            (7, 2, 1)
         );
         let mut compared = 0;
         for src in crate::testing::fixture_files() {

@@ -327,7 +327,8 @@ impl Graph for Overlay<'_> {
     }
 
     fn group(&self, mid: u64) -> Result<Vec<usize>, Unsure> {
-        let mut out = self.inner.group(mid)?;
+        // A response may have only new lines: none of its rows is indexed yet.
+        let mut out = self.inner.response(mid, false)?;
         out.extend(
             (self.base..)
                 .zip(&self.tail.rows)

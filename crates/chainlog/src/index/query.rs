@@ -13,9 +13,9 @@ use std::collections::HashMap;
 use redb::{ReadOnlyTable, ReadTransaction};
 
 use super::guard::read;
-use super::schema::{COUNTS, counts, sortable_ts};
+use super::schema::sortable_ts;
 use super::schema::{
-    DERIVED, FORWARD, FileState, IDS, LEAF_TIMES, MSG_IDS, NAMES, PROGRESS, REPARENTED, ROWS,
+    DERIVED, FORWARD, FileState, IDS, LEAF_TIMES, NAMES, PROGRESS, REPARENTED, RESPONSES, ROWS,
 };
 use super::state::{self, Decoder, IndexFault};
 use crate::chain::{Graph, MessageRow};
@@ -35,11 +35,10 @@ type ReadDecoder = Decoder<
 /// The projected tree of one indexed file.
 pub struct IndexGraph {
     dec: ReadDecoder,
-    msg_ids: ReadOnlyTable<(u32, u64, u32), ()>,
+    responses: ReadOnlyTable<(u32, u64), &'static [u8]>,
     leaf_times: ReadOnlyTable<(u32, u8, u64, u32), ()>,
     progress: ReadOnlyTable<(u32, [u8; 16]), &'static [u8]>,
     forward: ReadOnlyTable<(u32, [u8; 16]), ()>,
-    counts: ReadOnlyTable<(u32, u8, [u8; 16]), i64>,
     cache: RefCell<HashMap<usize, MessageRow>>,
 }
 
@@ -55,11 +54,10 @@ impl IndexGraph {
                 read("reparented", || txn.open_table(REPARENTED))?,
             )
             .strict(),
-            msg_ids: read("msg_ids", || txn.open_table(MSG_IDS))?,
+            responses: read("responses", || txn.open_table(RESPONSES))?,
             leaf_times: read("leaf_times", || txn.open_table(LEAF_TIMES))?,
             progress: read("progress", || txn.open_table(PROGRESS))?,
             forward: read("forward", || txn.open_table(FORWARD))?,
-            counts: read("counts", || txn.open_table(COUNTS))?,
             cache: RefCell::new(HashMap::new()),
         })
     }
@@ -139,20 +137,42 @@ impl IndexGraph {
         self.dec.children_of(parent)
     }
 
-    /// Checks that a scan found as many keys as `counts` records: a key changed by damage
-    /// moves out of its range, and the scan would silently miss it.
-    fn check_count(&self, kind: u8, id: [u8; 16], found: usize) -> Result<(), IndexFault> {
+    /// Live assistant rows of response `mid` ([`Graph::group`]). Every assistant row with a
+    /// `message.id` is in its response's entry, and `group` is asked for the response of a row:
+    /// with `required`, a missing entry is one that damage moved away (its rows would be
+    /// silently left out of the splice); the overlay asks without it for a response that may
+    /// have only new lines.
+    pub(crate) fn response(&self, mid: u64, required: bool) -> Result<Vec<usize>, IndexFault> {
         let f = self.st().file;
-        let stored = read("counts", || {
-            Ok::<_, redb::StorageError>(self.counts.get((f, kind, id))?.map_or(0, |v| v.value()))
+        let mut out = Vec::new();
+        let v = read("responses", || {
+            Ok::<_, redb::StorageError>(self.responses.get((f, mid))?.map(|v| v.value().to_vec()))
         })?;
-        if usize::try_from(stored).ok() != Some(found) {
-            return Err(IndexFault::damaged(
-                "counts",
-                format!("a scan found {found} entries, {stored} are stored"),
-            ));
+        let seqs = match v {
+            Some(v) => super::ids::decode_response(f, mid, &v)
+                .ok_or_else(|| IndexFault::damaged("responses", "an entry fails its checksum"))?,
+            None if required => {
+                return Err(IndexFault::damaged(
+                    "responses",
+                    "a row's response has no entry",
+                ));
+            }
+            None => Vec::new(),
+        };
+        for i in seqs {
+            let i = i as usize;
+            let h = self.row(i)?.head;
+            if h.message_id != Some(mid) {
+                return Err(IndexFault::damaged(
+                    "responses",
+                    format!("row {i} is not in the response its entry says"),
+                ));
+            }
+            if h.kind == Kind::Assistant && self.get(h.uuid)? == Some(i) {
+                out.push(i);
+            }
         }
-        Ok(())
+        Ok(out)
     }
 
     /// Checks a re-pointed parent `p` of row `i` (a `PARENT` fact): the projections re-point a
@@ -267,29 +287,7 @@ impl Graph for IndexGraph {
     }
 
     fn group(&self, mid: u64) -> Result<Vec<usize>, IndexFault> {
-        let f = self.st().file;
-        let mut out = Vec::new();
-        let seqs = read("msg_ids", || {
-            self.msg_ids
-                .range((f, mid, 0)..=(f, mid, u32::MAX))?
-                .map(|item| item.map(|(k, _)| k.value().2))
-                .collect::<Result<Vec<u32>, redb::StorageError>>()
-        })?;
-        self.check_count(counts::MSG_IDS, counts::mid_key(mid), seqs.len())?;
-        for i in seqs {
-            let i = i as usize;
-            let h = self.row(i)?.head;
-            if h.message_id != Some(mid) {
-                return Err(IndexFault::damaged(
-                    "msg_ids",
-                    format!("row {i} is not in the response its entry says"),
-                ));
-            }
-            if h.kind == Kind::Assistant && self.get(h.uuid)? == Some(i) {
-                out.push(i);
-            }
-        }
-        Ok(out)
+        self.response(mid, true)
     }
 
     fn tool_results_of(&self, parent: Id) -> Result<Vec<usize>, IndexFault> {
@@ -517,5 +515,74 @@ mod tests {
             ),
             "{err}"
         );
+    }
+
+    /// A response's entry that damage moved away would leave its lines out of the splice: a
+    /// row whose response has no entry is a fault; a flipped bit in one fails its checksum.
+    #[test]
+    fn a_lost_or_damaged_response_entry_is_a_fault_not_an_answer() {
+        let id = |n: u64| format!("00000000-0000-4000-8000-{n:012x}");
+        let entry = |n: u64, parent: u64, ty: &str| {
+            format!(
+                r#"{{"parentUuid":"{}","type":"{ty}","message":{{"id":"m1","role":"{ty}","content":"x"}},"uuid":"{}","sessionId":"s","timestamp":"2026-01-01T00:00:0{n}.000Z"}}"#,
+                id(parent),
+                id(n)
+            )
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.jsonl");
+        let text = [
+            line(1, None, "user"),
+            entry(2, 1, "assistant"),
+            entry(3, 2, "assistant"),
+        ]
+        .join("\n")
+            + "\n";
+        std::fs::write(&path, text).unwrap();
+        let db = redb::Database::create(dir.path().join("i.redb")).unwrap();
+        let txn = db.begin_write().unwrap();
+        schema::create_all(&txn).unwrap();
+        let (_, st) = ingest::catch_up(&txn, "t", &path).unwrap();
+        txn.commit().unwrap();
+        let names = IdNames::default();
+        let resolve = || {
+            let r = db.begin_read().unwrap();
+            let g = IndexGraph::new(&r, st.clone()).unwrap();
+            let no_full = || Err::<IndexGraph, _>(IndexFault::Other("unused".into()));
+            resolve_graph(&g, ResolveOptions::default(), &names, no_full)
+                .map(|r| r.unwrap().chain.len())
+        };
+        assert_eq!(resolve().unwrap(), 3);
+        let r = db.begin_read().unwrap();
+        let t = r.open_table(RESPONSES).unwrap();
+        let (key, clean) = {
+            let (k, v) = t.iter().unwrap().next().unwrap().unwrap();
+            (k.value(), v.value().to_vec())
+        };
+        drop((t, r));
+        let mut flipped = clean.clone();
+        flipped[1] ^= 1;
+        for (damaged, what) in [(Some(flipped), "checksum"), (None, "no entry")] {
+            let txn = db.begin_write().unwrap();
+            let mut t = txn.open_table(RESPONSES).unwrap();
+            match &damaged {
+                Some(v) => t.insert(key, v.as_slice()).unwrap(),
+                None => t.remove(key).unwrap(),
+            };
+            drop(t);
+            txn.commit().unwrap();
+            let err = resolve().unwrap_err();
+            assert!(
+                matches!(&err, IndexFault::Damaged { table: "responses", what: w } if w.contains(what)),
+                "{err}"
+            );
+            let txn = db.begin_write().unwrap();
+            txn.open_table(RESPONSES)
+                .unwrap()
+                .insert(key, clean.as_slice())
+                .unwrap();
+            txn.commit().unwrap();
+            assert_eq!(resolve().unwrap(), 3);
+        }
     }
 }

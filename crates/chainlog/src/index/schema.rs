@@ -12,7 +12,7 @@
 //! | `chunks` | (file, chunk no.) | blake3/16 | fingerprint of each complete 64 KiB chunk |
 //! | `rows` | (file, seq) | [`MessageRow`](crate::chain::MessageRow) ([`super::row`]) | one per uuid, in map order |
 //! | `ids` | (file, id) | [`IdEntry`](super::ids::IdEntry) | uuid → row, and the rows naming the id as their on-disk parent |
-//! | `msg_ids` | (file, `message.id` hash, seq) | () | assistant lines of one response |
+//! | `responses` | (file, `message.id` hash) | rows ([`super::ids::encode_response`]) | assistant lines of one response |
 //! | `progress` | (file, uuid) | parent | legacy progress entries |
 //! | `names` | (file, uuid) | text | ids that are not UUIDs |
 //! | `bad_lines` | (file, line) | [`BadLine`](crate::chain::BadLine) | skipped lines |
@@ -21,7 +21,6 @@
 //! | `leaf_times` | (file, sidechain, timestamp, seq) | () | leaves by time: the newest is the last key |
 //! | `forward` | (file, uuid) | () | ids named (snip, preserved segment, parent) before any row had them |
 //! | `listing` | path | header + bytes | what `ls` shows of a session, with the stat it is valid for (`catalog::cache`) |
-//! | `counts` | (file, kind, id) | count | entries of a `msg_ids` range (checked by scans) |
 //! | `sidechains` | (file, seq) | () | rows of `isSidechain` messages (inline sub-agents), counted in [`FileState::sidechain_rows`] |
 //! | `view` | (file, n) | head, then blocks of fixed link records | the materialised resume view ([`super::view`]) |
 
@@ -58,10 +57,11 @@ use redb::TableDefinition;
 /// - 12: `view` links are stored 256 records per value (`view::BLOCK`): redb's work per
 ///   entry was most of a warm resume of 10,000 messages.
 /// - 13: `ids` replaces `uuids`, `children` and their `counts`: one value per id holds its row
-///   and the rows naming it as their parent (`ids`); three B-tree entries per message were
-///   half of a large index. Rows are stored in their own layout (`row`): 73 bytes a row of a
-///   1 GiB generated transcript instead of a 100-byte `MessagePack` array; the session is an
-///   index into `FileState::sessions`. `counts` are plain `i64`s.
+///   and the rows naming it as their parent (`ids`); `responses` replaces `msg_ids` and the
+///   rest of `counts` likewise (a response's rows in one value): three B-tree entries per
+///   message and one per assistant line were half of a large index. Rows are stored in their
+///   own layout (`row`): 73 bytes a row of a 1 GiB generated transcript instead of a 100-byte
+///   `MessagePack` array; the session is an index into `FileState::sessions`.
 pub const INDEX_SCHEMA_VERSION: u32 = 13;
 
 /// The lowest and highest 16-byte ids, for range scans over one file's rows.
@@ -77,7 +77,7 @@ pub const FILES: TableDefinition<&str, &[u8]> = TableDefinition::new("files");
 pub const CHUNKS: TableDefinition<(u32, u64), [u8; 16]> = TableDefinition::new("chunks");
 pub const ROWS: TableDefinition<(u32, u32), &[u8]> = TableDefinition::new("rows");
 pub const IDS: TableDefinition<(u32, [u8; 16]), &[u8]> = TableDefinition::new("ids");
-pub const MSG_IDS: TableDefinition<(u32, u64, u32), ()> = TableDefinition::new("msg_ids");
+pub const RESPONSES: TableDefinition<(u32, u64), &[u8]> = TableDefinition::new("responses");
 pub const PROGRESS: TableDefinition<(u32, [u8; 16]), &[u8]> = TableDefinition::new("progress");
 pub const NAMES: TableDefinition<(u32, [u8; 16]), &str> = TableDefinition::new("names");
 pub const BAD_LINES: TableDefinition<(u32, u64), &[u8]> = TableDefinition::new("bad_lines");
@@ -87,25 +87,8 @@ pub const REPARENTED: TableDefinition<(u32, [u8; 16], u32), ()> =
 pub const LEAF_TIMES: TableDefinition<(u32, u8, u64, u32), ()> = TableDefinition::new("leaf_times");
 pub const LISTING: TableDefinition<&str, &[u8]> = TableDefinition::new("listing");
 pub const FORWARD: TableDefinition<(u32, [u8; 16]), ()> = TableDefinition::new("forward");
-pub const COUNTS: TableDefinition<(u32, u8, [u8; 16]), i64> = TableDefinition::new("counts");
 pub const SIDECHAINS: TableDefinition<(u32, u32), ()> = TableDefinition::new("sidechains");
 pub const VIEW: TableDefinition<(u32, u32), &[u8]> = TableDefinition::new("view");
-
-/// Kinds of rows in [`COUNTS`]: how many keys a range of a table with empty values holds, so a
-/// scan that finds fewer (a key changed by damage) is caught. A count carries no checksum: a
-/// damaged one disagrees with its range (damage either way), and one whose key changed leaves
-/// its own range without the count it needs.
-pub mod counts {
-    /// `msg_ids` entries of a `message.id` hash (key: the hash, little-endian, zero-padded).
-    pub const MSG_IDS: u8 = 1;
-
-    /// The 16-byte key of a `message.id` hash.
-    pub fn mid_key(mid: u64) -> [u8; 16] {
-        let mut k = [0; 16];
-        k[..8].copy_from_slice(&mid.to_le_bytes());
-        k
-    }
-}
 
 /// Creates every table, so readers never meet a missing one.
 pub fn create_all(txn: &redb::WriteTransaction) -> Result<(), redb::TableError> {
@@ -114,7 +97,7 @@ pub fn create_all(txn: &redb::WriteTransaction) -> Result<(), redb::TableError> 
     txn.open_table(CHUNKS)?;
     txn.open_table(ROWS)?;
     txn.open_table(IDS)?;
-    txn.open_table(MSG_IDS)?;
+    txn.open_table(RESPONSES)?;
     txn.open_table(PROGRESS)?;
     txn.open_table(NAMES)?;
     txn.open_table(BAD_LINES)?;
@@ -123,7 +106,6 @@ pub fn create_all(txn: &redb::WriteTransaction) -> Result<(), redb::TableError> 
     txn.open_table(LEAF_TIMES)?;
     txn.open_table(LISTING)?;
     txn.open_table(FORWARD)?;
-    txn.open_table(COUNTS)?;
     txn.open_table(SIDECHAINS)?;
     txn.open_table(VIEW)?;
     Ok(())
