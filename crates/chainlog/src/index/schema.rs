@@ -57,12 +57,13 @@ use redb::TableDefinition;
 /// - 12: `view` links are stored 256 records per value (`view::BLOCK`): redb's work per
 ///   entry was most of a warm resume of 10,000 messages.
 /// - 13: `ids` replaces `uuids`, `children` and their `counts`: one value per id holds its row
-///   and the rows naming it as their parent (`ids`); `responses` replaces `msg_ids` and the
-///   rest of `counts` likewise (a response's rows in one value): three B-tree entries per
-///   message and one per assistant line were half of a large index. Rows are stored in their
+///   and the rows naming it as their parent (`ids`): three B-tree entries per message were
+///   half of a large index. Rows are stored in their
 ///   own layout (`row`): 73 bytes a row of a 1 GiB generated transcript instead of a 100-byte
 ///   `MessagePack` array; the session is an index into `FileState::sessions`.
-pub const INDEX_SCHEMA_VERSION: u32 = 13;
+/// - 14: `responses` replaces `msg_ids` and `counts` (13 was first written without it: the
+///   version tells such sidecars apart, and they are rebuilt).
+pub const INDEX_SCHEMA_VERSION: u32 = 14;
 
 /// The lowest and highest 16-byte ids, for range scans over one file's rows.
 pub const ID_FIRST: [u8; 16] = [0; 16];
