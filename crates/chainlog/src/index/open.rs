@@ -102,9 +102,7 @@ impl IndexDb {
         // A file created empty by this open has no pages to check. A version that does not
         // read may be a damaged page the marker could not see: check before emptying tables
         // (redb walks a table's pages to delete it).
-        let current = || {
-            idx.begin_read().ok().and_then(|txn| schema_version(&txn)) == Some(INDEX_SCHEMA_VERSION)
-        };
+        let current = || idx.begin_read().is_ok_and(|txn| is_current(&txn));
         if !fresh && (!verified || !current()) {
             // Pages changed since chainlog last verified or wrote them: check every checksum.
             let ok = matches!(isolate(|| idx.db_mut().check_integrity()), Some(Ok(true)));
@@ -132,10 +130,9 @@ impl IndexDb {
         self.handle.as_mut().expect("open until dropped")
     }
 
-    /// Empties the database unless it carries [`INDEX_SCHEMA_VERSION`].
+    /// Empties the database unless it is of the current layout ([`is_current`]).
     fn check_schema(&self) -> Result<()> {
-        let current = self.begin_read().ok().and_then(|txn| schema_version(&txn));
-        if current == Some(INDEX_SCHEMA_VERSION) {
+        if self.begin_read().is_ok_and(|txn| is_current(&txn)) {
             return Ok(());
         }
         self.wipe()
@@ -216,8 +213,26 @@ pub fn open_read_only(path: &Path) -> Option<redb::ReadOnlyDatabase> {
         return None;
     }
     let db = isolate(|| super::wait::waiting(|| builder().open_read_only(path)))?.ok()?;
-    let version = schema_version(&super::wait::waiting(|| db.begin_read()).ok()?);
-    (version == Some(INDEX_SCHEMA_VERSION)).then_some(db)
+    is_current(&super::wait::waiting(|| db.begin_read()).ok()?).then_some(db)
+}
+
+/// Whether a database is of the current layout: it records [`INDEX_SCHEMA_VERSION`] and has
+/// every table of [`schema::TABLES`]. A sidecar of the right version without a table (written
+/// by a build whose layout changed without a new version, or damaged) is rebuilt instead of
+/// answered around: a missing table would only surface as an error of the first read of it.
+fn is_current(txn: &redb::ReadTransaction) -> bool {
+    if schema_version(txn) != Some(INDEX_SCHEMA_VERSION) {
+        return false;
+    }
+    let Ok(tables) = super::guard::read("tables", || {
+        txn.list_tables().map(|t| {
+            t.map(|h| redb::TableHandle::name(&h).to_owned())
+                .collect::<std::collections::HashSet<String>>()
+        })
+    }) else {
+        return false;
+    };
+    schema::TABLES.iter().all(|t| tables.contains(*t))
 }
 
 /// The schema version a database records (`None`: missing, unreadable or damaged).

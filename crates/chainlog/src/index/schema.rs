@@ -91,6 +91,27 @@ pub const FORWARD: TableDefinition<(u32, [u8; 16]), ()> = TableDefinition::new("
 pub const SIDECHAINS: TableDefinition<(u32, u32), ()> = TableDefinition::new("sidechains");
 pub const VIEW: TableDefinition<(u32, u32), &[u8]> = TableDefinition::new("view");
 
+/// The name of every table [`create_all`] creates: a sidecar of the current version that
+/// lacks one of them is foreign or damaged, and is rebuilt (`open`).
+pub const TABLES: [&str; 16] = [
+    "meta",
+    "files",
+    "chunks",
+    "rows",
+    "ids",
+    "responses",
+    "progress",
+    "names",
+    "bad_lines",
+    "derived",
+    "reparented",
+    "leaf_times",
+    "listing",
+    "forward",
+    "sidechains",
+    "view",
+];
+
 /// Creates every table, so readers never meet a missing one.
 pub fn create_all(txn: &redb::WriteTransaction) -> Result<(), redb::TableError> {
     txn.open_table(META)?;
@@ -190,4 +211,31 @@ pub struct FileState {
     pub sessions: Vec<u64>,
     /// `LEAF` facts in `derived` (a scan of them checks the count).
     pub leaf_facts: u32,
+}
+
+#[cfg(test)]
+mod tests {
+    use redb::{ReadableDatabase, TableHandle};
+
+    /// `TABLES` names exactly the tables `create_all` creates (the rebuild of a sidecar that
+    /// lacks one relies on it).
+    #[test]
+    fn tables_names_what_create_all_creates() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = redb::Database::create(dir.path().join("t.redb")).unwrap();
+        let txn = db.begin_write().unwrap();
+        super::create_all(&txn).unwrap();
+        txn.commit().unwrap();
+        let mut made: Vec<String> = db
+            .begin_read()
+            .unwrap()
+            .list_tables()
+            .unwrap()
+            .map(|h| h.name().to_owned())
+            .collect();
+        made.sort();
+        let mut want: Vec<String> = super::TABLES.iter().map(|s| (*s).to_owned()).collect();
+        want.sort();
+        assert_eq!(made, want);
+    }
 }
