@@ -102,7 +102,9 @@ impl RowHead for MessageRow {
 pub struct Tree<'t, R = MessageRow> {
     /// The rows this tree projects.
     pub rows: &'t [R],
-    index: HashMap<Id, usize>,
+    /// Row by uuid. The private maps hash with foldhash (seeded per process): `SipHash` of
+    /// every uuid was a visible part of building the tree of a large transcript.
+    index: FastMap<Id, usize>,
     parent: Vec<Option<Id>>,
     alive: Vec<bool>,
     /// Leaves (format.md §A5 step 7), as row indexes in map order.
@@ -119,10 +121,12 @@ pub struct Tree<'t, R = MessageRow> {
     pub live_segment: Option<crate::transcript::envelope::Segment>,
     /// `leafUuid`s of `last-prompt` entries, in file order (set by the caller).
     pub checkpoints: Vec<Id>,
-    groups: HashMap<u64, Vec<usize>>,
-    results_by_parent: HashMap<Id, Vec<usize>>,
-    attachments_by_parent: HashMap<Id, Vec<usize>>,
+    groups: FastMap<u64, Vec<usize>>,
+    results_by_parent: FastMap<Id, Vec<usize>>,
+    attachments_by_parent: FastMap<Id, Vec<usize>>,
 }
+
+type FastMap<K, V> = foldhash::HashMap<K, V>;
 
 /// Which projections to apply.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -189,7 +193,7 @@ impl<'t, R: RowHead> Tree<'t, R> {
         progress: &HashMap<Id, Option<Id>>,
         projection: Projection,
     ) -> Tree<'t, R> {
-        let index: HashMap<Id, usize> = rows
+        let index: FastMap<Id, usize> = rows
             .iter()
             .enumerate()
             .map(|(i, r)| (r.uuid(), i))
@@ -206,9 +210,9 @@ impl<'t, R: RowHead> Tree<'t, R> {
             preserved: HashSet::new(),
             live_segment: None,
             checkpoints: Vec::new(),
-            groups: HashMap::new(),
-            results_by_parent: HashMap::new(),
-            attachments_by_parent: HashMap::new(),
+            groups: FastMap::default(),
+            results_by_parent: FastMap::default(),
+            attachments_by_parent: FastMap::default(),
         };
         tree.bridge_progress(progress);
         if projection == Projection::Resume {

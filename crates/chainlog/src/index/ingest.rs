@@ -149,10 +149,9 @@ impl Stat {
     }
 }
 
+/// The fingerprint of a chunk of a transcript (or of the partial chunk at its indexed end).
 fn hash16(bytes: &[u8]) -> [u8; 16] {
-    let mut out = [0u8; 16];
-    out.copy_from_slice(&blake3::hash(bytes).as_bytes()[..16]);
-    out
+    xxhash_rust::xxh3::xxh3_128(bytes).to_le_bytes()
 }
 
 /// Whether the indexed prefix of `file` still reads the same: the partial chunk at its end
@@ -358,7 +357,7 @@ struct HashingReader<R> {
     inner: R,
     /// Absolute offset of the next byte.
     pos: u64,
-    hasher: blake3::Hasher,
+    hasher: xxhash_rust::xxh3::Xxh3Default,
     /// Complete chunks: `(chunk no., hash)`.
     done: Vec<(u64, [u8; 16])>,
 }
@@ -367,7 +366,7 @@ impl<R: Read> HashingReader<R> {
     /// Starts hashing at the chunk boundary below `from`; `prefix` holds the bytes from that
     /// boundary up to `from`.
     fn new(inner: R, from: u64, prefix: &[u8]) -> Self {
-        let mut hasher = blake3::Hasher::new();
+        let mut hasher = xxhash_rust::xxh3::Xxh3Default::new();
         hasher.update(prefix);
         HashingReader {
             inner,
@@ -389,8 +388,7 @@ impl<R: Read> Read for HashingReader<R> {
             self.pos += take as u64;
             rest = &rest[take..];
             if self.pos.is_multiple_of(CHUNK_SIZE) {
-                let mut h = [0u8; 16];
-                h.copy_from_slice(&self.hasher.finalize().as_bytes()[..16]);
+                let h = self.hasher.digest128().to_le_bytes();
                 self.done.push((self.pos / CHUNK_SIZE - 1, h));
                 self.hasher.reset();
             }
@@ -455,7 +453,7 @@ type Parsed = (
     Option<crate::transcript::envelope::LineProblem>,
 );
 
-/// Fingerprints of complete chunks: `(chunk no., blake3/16)`.
+/// Fingerprints of complete chunks: `(chunk no., XXH3-128)` ([`hash16`]).
 type ChunkHashes = Vec<(u64, [u8; 16])>;
 
 /// The tables one batch writes to.
@@ -493,11 +491,11 @@ struct FromZero {
     ids: Vec<[u8; 16]>,
     /// Positions in `ids`, found by uuid.
     index: hashbrown::HashTable<u32>,
-    hasher: std::hash::RandomState,
+    hasher: foldhash::fast::RandomState,
     /// Per row: the on-disk parent of its (last) line: a row's position, [`NO_PARENT`], or
     /// [`FOREIGN`] for an id no row had when the line was read (kept in `foreign`).
     parents: Vec<u32>,
-    foreign: std::collections::HashMap<u32, [u8; 16]>,
+    foreign: foldhash::HashMap<u32, [u8; 16]>,
     /// `(position, message.id hash)` of the assistant rows, by position.
     mids: Vec<(u32, u64)>,
 }

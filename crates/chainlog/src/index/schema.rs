@@ -9,7 +9,7 @@
 //! |---|---|---|---|
 //! | `meta` | name | bytes | `schema` version, `next_file` id |
 //! | `files` | path | [`FileState`] | identity, indexed length, lines, fingerprint, derived scalars |
-//! | `chunks` | (file, chunk no.) | blake3/16 | fingerprint of each complete 64 KiB chunk |
+//! | `chunks` | (file, chunk no.) | XXH3-128 | fingerprint of each complete 64 KiB chunk |
 //! | `rows` | (file, seq) | [`MessageRow`](crate::chain::MessageRow) ([`super::row`]) | one per uuid, in map order |
 //! | `ids` | (file, id) | [`IdEntry`](super::ids::IdEntry) | uuid → row, and the rows naming the id as their on-disk parent |
 //! | `responses` | (file, `message.id` hash) | rows ([`super::ids::encode_response`]) | assistant lines of one response |
@@ -63,7 +63,10 @@ use redb::TableDefinition;
 ///   `MessagePack` array; the session is an index into `FileState::sessions`.
 /// - 14: `responses` replaces `msg_ids` and `counts` (13 was first written without it: the
 ///   version tells such sidecars apart, and they are rebuilt).
-pub const INDEX_SCHEMA_VERSION: u32 = 14;
+/// - 15: chunk fingerprints (`chunks`, `FileState::tail_hash`) are XXH3-128 and the 64-bit
+///   hashes of message, session and tool ids (`hash64`) XXH3-64, instead of truncated
+///   blake3: blake3 was a sixth of the parsing thread of a first index.
+pub const INDEX_SCHEMA_VERSION: u32 = 15;
 
 /// The lowest and highest 16-byte ids, for range scans over one file's rows.
 pub const ID_FIRST: [u8; 16] = [0; 16];
@@ -179,7 +182,7 @@ pub struct FileState {
     pub lines: u64,
     /// Rows (messages) in map order.
     pub rows: u32,
-    /// blake3/16 of the bytes from the last complete chunk boundary to `indexed_len` (not set
+    /// XXH3-128 of the bytes from the last complete chunk boundary to `indexed_len` (not set
     /// while nothing is indexed: an empty prefix matches without it, `prefix_matches`).
     pub tail_hash: [u8; 16],
     /// Rows that are not sidechain (an all-sidechain file is an agent transcript).

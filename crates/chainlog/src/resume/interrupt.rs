@@ -62,8 +62,7 @@ pub(crate) struct Ending {
 /// A tool id as [`Ending::ids`] holds it. Two ids with one hash only make a later check
 /// decline (see [`Ending::extended`]), never answer wrong.
 pub(crate) fn tool_id_hash(id: &str) -> u64 {
-    let h = blake3::hash(id.as_bytes());
-    u64::from_le_bytes(h.as_bytes()[..8].try_into().expect("8 bytes"))
+    crate::transcript::envelope::hash64(id)
 }
 
 /// Tool ids of `values` (entries from view position `from` on), in order, with the position

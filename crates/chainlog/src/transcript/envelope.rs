@@ -452,10 +452,10 @@ impl Nested for ContentProbe {
     }
 }
 
-/// A stable 64-bit hash of a string (message ids, session ids).
+/// A stable 64-bit hash of a string (message ids, session ids): XXH3-64, computed twice per
+/// line of a first index (stable within an index schema version: the index stores it).
 pub fn hash64(text: &str) -> u64 {
-    let h = blake3::hash(text.as_bytes());
-    u64::from_le_bytes(h.as_bytes()[..8].try_into().expect("8 bytes"))
+    xxhash_rust::xxh3::xxh3_64(text.as_bytes())
 }
 
 /// Parses one line handed out by the framer (a line too long to hold is a bad line).
