@@ -153,6 +153,26 @@ impl IndexDb {
         Ok(())
     }
 
+    /// Replaces the database by a new empty file (a rebuild of a sidecar's only transcript).
+    /// Another process that has the old file open keeps writing to it, unseen: index
+    /// progress is lost, never an answer changed (the new file holds only what this process
+    /// commits, and its marker is written at close as for any sidecar).
+    pub fn recreate(&mut self) -> Result<()> {
+        // The close commits redb's allocator state: isolated as in `start_over`.
+        let handle = self.handle.take();
+        let _ = isolate(move || drop(handle));
+        drop(self.live.take());
+        let _ = std::fs::remove_file(marker_path(&self.path));
+        match std::fs::remove_file(&self.path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(index_error(&self.path, e));
+            }
+            _ => {}
+        }
+        *self = IndexDb::open(&self.path)?;
+        Ok(())
+    }
+
     /// Drops every table and writes the schema version.
     pub fn wipe(&self) -> Result<()> {
         let err = |e: &dyn std::fmt::Display| index_error(&self.path, e);
