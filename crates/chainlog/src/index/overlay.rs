@@ -327,14 +327,16 @@ impl Graph for Overlay<'_> {
     }
 
     fn group(&self, mid: u64) -> Result<Vec<usize>, Unsure> {
-        // A response may have only new lines: none of its rows is indexed yet.
-        let mut out = self.inner.response(mid, false)?;
-        out.extend(
-            (self.base..)
-                .zip(&self.tail.rows)
-                .filter(|(_, r)| r.head.kind == Kind::Assistant && r.head.message_id == Some(mid))
-                .map(|(i, _)| i),
-        );
+        let new: Vec<usize> = (self.base..)
+            .zip(&self.tail.rows)
+            .filter(|(_, r)| r.head.kind == Kind::Assistant && r.head.message_id == Some(mid))
+            .map(|(i, _)| i)
+            .collect();
+        // A response is asked for by a row of it. With no new line of it, that row is
+        // indexed and so is its entry (a missing one is damage, as in `IndexGraph::group`);
+        // a response with new lines may have no indexed row yet.
+        let mut out = self.inner.response(mid, new.is_empty())?;
+        out.extend(new);
         Ok(out)
     }
 
@@ -480,6 +482,52 @@ mod tests {
         let tree = Tree::from_rows(&t.rows, &t.progress, Projection::Resume);
         let is_leaf = (0..t.rows.len()).map(|i| g.is_leaf(i).unwrap()).collect();
         (tree.leaves.clone(), g.leaves(), is_leaf)
+    }
+
+    /// A response whose rows are all indexed must have its `responses` entry on the overlay
+    /// too (a lost one would drop its lines from the splice); a response with new lines only
+    /// has none yet and is found in memory.
+    #[test]
+    fn a_lost_response_entry_of_indexed_rows_is_damage_on_the_overlay_too() {
+        use crate::transcript::envelope::hash64;
+        let assistant = |n: u64, parent: u64, mid: &str| {
+            let id = |n: u64| format!("00000000-0000-4000-8000-{n:012x}");
+            format!(
+                r#"{{"parentUuid":"{}","type":"assistant","message":{{"id":"{mid}","role":"assistant","content":"x"}},"uuid":"{}","sessionId":"s","timestamp":"2026-01-01T00:00:0{n}.000Z"}}"#,
+                id(parent),
+                id(n)
+            ) + "\n"
+        };
+        let old = line(1, None, "user") + &assistant(2, 1, "m1") + &assistant(3, 2, "m1");
+        let new = line(4, Some(3), "user") + &assistant(5, 4, "m2");
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.jsonl");
+        std::fs::write(&path, &old).unwrap();
+        let db = redb::Database::create(dir.path().join("i.redb")).unwrap();
+        let txn = db.begin_write().unwrap();
+        schema::create_all(&txn).unwrap();
+        let (_, st) = ingest::catch_up(&txn, "t", &path).unwrap();
+        txn.commit().unwrap();
+        let all = old + &new;
+        std::fs::write(&path, &all).unwrap();
+        let tail = read_tail(&File::open(&path).unwrap(), &st, all.len() as u64).unwrap();
+        let groups = |db: &redb::Database| {
+            let read = db.begin_read().unwrap();
+            let inner = IndexGraph::new(&read, st.clone()).unwrap();
+            let g = Overlay::new(&inner, st.rows as usize, &tail).unwrap();
+            (g.group(hash64("m1")), g.group(hash64("m2")))
+        };
+        let (m1, m2) = groups(&db);
+        assert_eq!((m1.ok(), m2.ok()), (Some(vec![1, 2]), Some(vec![4])));
+        let txn = db.begin_write().unwrap();
+        txn.open_table(schema::RESPONSES)
+            .unwrap()
+            .remove((st.file, hash64("m1")))
+            .unwrap();
+        txn.commit().unwrap();
+        let (m1, m2) = groups(&db);
+        assert!(matches!(m1, Err(Unsure::Fault)), "{:?}", m1.ok());
+        assert_eq!(m2.ok(), Some(vec![4]));
     }
 
     /// A turn appended under one of two system lines below an assistant leaves the assistant a

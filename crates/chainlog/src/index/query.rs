@@ -361,36 +361,71 @@ mod tests {
     use crate::testing::line;
     use redb::{ReadableDatabase, ReadableTable};
 
+    /// A sidecar in `dir` holding `t.jsonl` indexed from `parts`, each appended in turn and
+    /// caught up (one catch-up per part, in one transaction).
+    fn indexed(dir: &std::path::Path, parts: &[String]) -> (redb::Database, FileState) {
+        let path = dir.join("t.jsonl");
+        let db = redb::Database::create(dir.join("i.redb")).unwrap();
+        let txn = db.begin_write().unwrap();
+        schema::create_all(&txn).unwrap();
+        let mut text = String::new();
+        let mut st = None;
+        for part in parts {
+            text.push_str(part);
+            std::fs::write(&path, &text).unwrap();
+            st = Some(ingest::catch_up(&txn, "t", &path).unwrap().1);
+        }
+        txn.commit().unwrap();
+        (db, st.expect("a part"))
+    }
+
+    /// Lines as one text, each ending in a newline.
+    fn text(lines: &[String]) -> String {
+        lines.join("\n") + "\n"
+    }
+
+    /// The length of the default chain, from the index alone (no fallback to a full scan).
+    fn chain_len(db: &redb::Database, st: &FileState) -> Result<usize, IndexFault> {
+        let r = db.begin_read().unwrap();
+        let g = IndexGraph::new(&r, st.clone()).unwrap();
+        let no_full = || Err::<IndexGraph, _>(IndexFault::Other("unused".into()));
+        resolve_graph(&g, ResolveOptions::default(), &IdNames::default(), no_full)
+            .map(|r| r.unwrap().chain.len())
+    }
+
+    /// Sets (`Some`) or removes (`None`) the value under `key` of a table, in its own commit.
+    fn put<K: redb::Key + 'static>(
+        db: &redb::Database,
+        def: redb::TableDefinition<K, &'static [u8]>,
+        key: &K::SelfType<'_>,
+        value: Option<&[u8]>,
+    ) {
+        let txn = db.begin_write().unwrap();
+        {
+            let mut t = txn.open_table(def).unwrap();
+            match value {
+                Some(v) => drop(t.insert(key, v).unwrap()),
+                None => drop(t.remove(key).unwrap()),
+            }
+        }
+        txn.commit().unwrap();
+    }
+
     /// A stored row that does not decode ends the answer with a typed fault naming the table;
     /// no placeholder row and no answer.
     #[test]
     fn a_damaged_row_is_a_typed_fault_not_an_answer() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("t.jsonl");
-        let text = [line(1, None, "user"), line(2, Some(1), "assistant")].join("\n") + "\n";
-        std::fs::write(&path, text).unwrap();
-        let db = redb::Database::create(dir.path().join("i.redb")).unwrap();
-        let txn = db.begin_write().unwrap();
-        schema::create_all(&txn).unwrap();
-        let (_, st) = ingest::catch_up(&txn, "t", &path).unwrap();
-        let names = IdNames::default();
-        let no_full = || Err::<IndexGraph, _>(IndexFault::Other("unused".into()));
-        txn.commit().unwrap();
-        {
-            let r = db.begin_read().unwrap();
-            let g = IndexGraph::new(&r, st.clone()).unwrap();
-            let res = resolve_graph(&g, ResolveOptions::default(), &names, no_full);
-            assert_eq!(res.unwrap().unwrap().chain.len(), 2);
-        }
-        let txn = db.begin_write().unwrap();
-        txn.open_table(ROWS)
-            .unwrap()
-            .insert((st.file, 1), b"garbage".as_slice())
-            .unwrap();
-        txn.commit().unwrap();
-        let r = db.begin_read().unwrap();
-        let g = IndexGraph::new(&r, st).unwrap();
-        let err = resolve_graph(&g, ResolveOptions::default(), &names, no_full).unwrap_err();
+        let (db, st) = indexed(
+            dir.path(),
+            &[text(&[
+                line(1, None, "user"),
+                line(2, Some(1), "assistant"),
+            ])],
+        );
+        assert_eq!(chain_len(&db, &st).unwrap(), 2);
+        put(&db, ROWS, &(st.file, 1), Some(b"garbage"));
+        let err = chain_len(&db, &st).unwrap_err();
         assert!(err.is_damage(), "{err}");
         assert!(
             matches!(err, IndexFault::Damaged { table: "rows", .. }),
@@ -404,70 +439,31 @@ mod tests {
     #[test]
     fn a_damaged_or_lost_ids_entry_is_a_fault_not_an_answer() {
         let id = |n: u64| Id::from_text(&format!("00000000-0000-4000-8000-{n:012x}"));
-        for appended in [false, true] {
+        let first = text(&[line(1, None, "user"), line(2, Some(1), "assistant")]);
+        let rest = text(&[line(3, Some(2), "user"), line(4, Some(3), "assistant")]);
+        for parts in [vec![first.clone() + &rest], vec![first, rest]] {
             let dir = tempfile::tempdir().unwrap();
-            let path = dir.path().join("t.jsonl");
-            let first = [line(1, None, "user"), line(2, Some(1), "assistant")].join("\n") + "\n";
-            let rest = [line(3, Some(2), "user"), line(4, Some(3), "assistant")].join("\n") + "\n";
-            let db = redb::Database::create(dir.path().join("i.redb")).unwrap();
-            let txn = db.begin_write().unwrap();
-            schema::create_all(&txn).unwrap();
-            if appended {
-                std::fs::write(&path, &first).unwrap();
-                ingest::catch_up(&txn, "t", &path).unwrap();
-            }
-            std::fs::write(&path, first + &rest).unwrap();
-            let (_, st) = ingest::catch_up(&txn, "t", &path).unwrap();
-            txn.commit().unwrap();
-            let names = IdNames::default();
-            let resolve = || {
-                let r = db.begin_read().unwrap();
-                let g = IndexGraph::new(&r, st.clone()).unwrap();
-                let no_full = || Err::<IndexGraph, _>(IndexFault::Other("unused".into()));
-                resolve_graph(&g, ResolveOptions::default(), &names, no_full)
-                    .map(|r| r.unwrap().chain.len())
-            };
-            assert_eq!(resolve().unwrap(), 4);
+            let (db, st) = indexed(dir.path(), &parts);
+            assert_eq!(chain_len(&db, &st).unwrap(), 4);
             let key = (st.file, id(2).0);
-            let txn = db.begin_write().unwrap();
-            let clean = txn
-                .open_table(IDS)
-                .unwrap()
-                .get(key)
-                .unwrap()
-                .unwrap()
-                .value()
-                .to_vec();
-            txn.abort().unwrap();
+            let clean = {
+                let r = db.begin_read().unwrap();
+                let t = r.open_table(IDS).unwrap();
+                t.get(key).unwrap().unwrap().value().to_vec()
+            };
             let mut flipped = clean.clone();
             flipped[2] ^= 4;
-            for damaged in [Some(flipped), None] {
-                let txn = db.begin_write().unwrap();
-                let mut t = txn.open_table(IDS).unwrap();
-                match &damaged {
-                    Some(v) => t.insert(key, v.as_slice()).unwrap(),
-                    None => t.remove(key).unwrap(),
-                };
-                drop(t);
-                txn.commit().unwrap();
-                let err = resolve().unwrap_err();
-                // A damaged value fails its checksum; a lost one leaves row 3's parent unnamed.
-                let what = if damaged.is_some() {
-                    "checksum"
-                } else {
-                    "row 2"
-                };
+            // A damaged value fails its checksum; a lost one leaves row 3's parent unnamed.
+            for (damaged, what) in [(Some(flipped), "checksum"), (None, "row 2")] {
+                put(&db, IDS, &key, damaged.as_deref());
+                let err = chain_len(&db, &st).unwrap_err();
                 assert!(
                     matches!(&err, IndexFault::Damaged { table: "ids", what: w } if w.contains(what)),
-                    "{appended} {damaged:?}: {err}"
+                    "{} parts, {damaged:?}: {err}",
+                    parts.len()
                 );
-                let txn = db.begin_write().unwrap();
-                txn.open_table(IDS)
-                    .unwrap()
-                    .insert(key, clean.as_slice())
-                    .unwrap();
-                txn.commit().unwrap();
-                assert_eq!(resolve().unwrap(), 4);
+                put(&db, IDS, &key, Some(&clean));
+                assert_eq!(chain_len(&db, &st).unwrap(), 4);
             }
         }
     }
@@ -477,20 +473,14 @@ mod tests {
     #[test]
     fn a_leaf_fact_missing_from_its_range_is_a_fault_not_an_answer() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("t.jsonl");
-        let text = [
-            line(1, None, "user"),
-            line(2, Some(1), "assistant"),
-            line(3, Some(1), "assistant"),
-        ]
-        .join("\n")
-            + "\n";
-        std::fs::write(&path, text).unwrap();
-        let db = redb::Database::create(dir.path().join("i.redb")).unwrap();
-        let txn = db.begin_write().unwrap();
-        schema::create_all(&txn).unwrap();
-        let (_, st) = ingest::catch_up(&txn, "t", &path).unwrap();
-        txn.commit().unwrap();
+        let (db, st) = indexed(
+            dir.path(),
+            &[text(&[
+                line(1, None, "user"),
+                line(2, Some(1), "assistant"),
+                line(3, Some(1), "assistant"),
+            ])],
+        );
         assert_eq!(st.leaf_facts, 2);
         let leaves = || {
             let r = db.begin_read().unwrap();
@@ -498,12 +488,7 @@ mod tests {
         };
         assert_eq!(leaves().unwrap(), [1, 2]);
         let id = Id::from_text("00000000-0000-4000-8000-000000000003");
-        let txn = db.begin_write().unwrap();
-        txn.open_table(DERIVED)
-            .unwrap()
-            .remove((st.file, schema::derived::LEAF, id.0))
-            .unwrap();
-        txn.commit().unwrap();
+        put(&db, DERIVED, &(st.file, schema::derived::LEAF, id.0), None);
         let err = leaves().unwrap_err();
         assert!(
             matches!(
@@ -530,59 +515,32 @@ mod tests {
             )
         };
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("t.jsonl");
-        let text = [
-            line(1, None, "user"),
-            entry(2, 1, "assistant"),
-            entry(3, 2, "assistant"),
-        ]
-        .join("\n")
-            + "\n";
-        std::fs::write(&path, text).unwrap();
-        let db = redb::Database::create(dir.path().join("i.redb")).unwrap();
-        let txn = db.begin_write().unwrap();
-        schema::create_all(&txn).unwrap();
-        let (_, st) = ingest::catch_up(&txn, "t", &path).unwrap();
-        txn.commit().unwrap();
-        let names = IdNames::default();
-        let resolve = || {
-            let r = db.begin_read().unwrap();
-            let g = IndexGraph::new(&r, st.clone()).unwrap();
-            let no_full = || Err::<IndexGraph, _>(IndexFault::Other("unused".into()));
-            resolve_graph(&g, ResolveOptions::default(), &names, no_full)
-                .map(|r| r.unwrap().chain.len())
-        };
-        assert_eq!(resolve().unwrap(), 3);
-        let r = db.begin_read().unwrap();
-        let t = r.open_table(RESPONSES).unwrap();
+        let (db, st) = indexed(
+            dir.path(),
+            &[text(&[
+                line(1, None, "user"),
+                entry(2, 1, "assistant"),
+                entry(3, 2, "assistant"),
+            ])],
+        );
+        assert_eq!(chain_len(&db, &st).unwrap(), 3);
         let (key, clean) = {
+            let r = db.begin_read().unwrap();
+            let t = r.open_table(RESPONSES).unwrap();
             let (k, v) = t.iter().unwrap().next().unwrap().unwrap();
             (k.value(), v.value().to_vec())
         };
-        drop((t, r));
         let mut flipped = clean.clone();
         flipped[1] ^= 1;
         for (damaged, what) in [(Some(flipped), "checksum"), (None, "no entry")] {
-            let txn = db.begin_write().unwrap();
-            let mut t = txn.open_table(RESPONSES).unwrap();
-            match &damaged {
-                Some(v) => t.insert(key, v.as_slice()).unwrap(),
-                None => t.remove(key).unwrap(),
-            };
-            drop(t);
-            txn.commit().unwrap();
-            let err = resolve().unwrap_err();
+            put(&db, RESPONSES, &key, damaged.as_deref());
+            let err = chain_len(&db, &st).unwrap_err();
             assert!(
                 matches!(&err, IndexFault::Damaged { table: "responses", what: w } if w.contains(what)),
                 "{err}"
             );
-            let txn = db.begin_write().unwrap();
-            txn.open_table(RESPONSES)
-                .unwrap()
-                .insert(key, clean.as_slice())
-                .unwrap();
-            txn.commit().unwrap();
-            assert_eq!(resolve().unwrap(), 3);
+            put(&db, RESPONSES, &key, Some(&clean));
+            assert_eq!(chain_len(&db, &st).unwrap(), 3);
         }
     }
 }
