@@ -4,8 +4,9 @@
 //! on a noisy machine:
 //! - `resume/*`: resume of a bounded view (compactions every ~2 MiB) inside files of growing
 //!   size, from the warm index vs a full scan (`--no-index`).
-//! - `rebuild/*`: indexing a file from zero vs the reference full scan (the parse floor):
-//!   `index` is `Store::rebuild` (drop the file's rows, index, compact), `first_index` a
+//! - `rebuild/*`: indexing a file from zero vs the reference full scan (the parse floor) and
+//!   vs reading its bytes (`cat`: a `cat FILE` process writing into a pipe this bench drains):
+//!   `index` is `Store::rebuild` (the sidecar's only transcript: a new file), `first_index` a
 //!   catch-up into a new sidecar (what `chainlog index` does for a transcript it has not seen).
 //! - `catch_up/*`: appending one message and catching the index up, vs an unchanged call (in
 //!   the library and as `chainlog index` processes), and the command's peak RSS per size.
@@ -204,7 +205,7 @@ fn benches(c: &mut Criterion) {
     }
     g.finish();
 
-    // Peak RSS of a rebuild as users run it (drop, index from zero, compact).
+    // Peak RSS of a rebuild as users run it (the sidecar's only transcript: a new file).
     for (size, path, _, idx) in &files {
         match timed_cmd(idx, "rebuild", path) {
             Some(t) => eprintln!("rebuild/peak_rss/{}MiB: {t} KiB", size / MIB),
@@ -222,6 +223,9 @@ fn benches(c: &mut Criterion) {
         });
         g.bench_with_input(BenchmarkId::new("scan_floor", &label), path, |b, path| {
             b.iter(|| black_box(Transcript::open(path).unwrap().rows.len()));
+        });
+        g.bench_with_input(BenchmarkId::new("cat", &label), path, |b, path| {
+            b.iter(|| black_box(cat(path)));
         });
         // `chainlog index` of a transcript no sidecar knows yet: a fresh index folder each time.
         g.bench_with_input(BenchmarkId::new("first_index", &label), path, |b, path| {
@@ -241,6 +245,30 @@ fn benches(c: &mut Criterion) {
     g.finish();
 
     catch_up(c, &files);
+}
+
+/// Runs `cat FILE` and drains its output: the cost of reading the bytes, the floor below the
+/// parse. Returns the bytes read.
+fn cat(path: &Path) -> u64 {
+    use std::io::Read;
+    let mut child = std::process::Command::new("cat")
+        .arg(path)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("cat");
+    let mut out = child.stdout.take().expect("piped");
+    let mut buf = vec![0u8; 1 << 17];
+    let mut n = 0u64;
+    loop {
+        match out.read(&mut buf) {
+            Ok(0) => break,
+            Ok(k) => n += k as u64,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => panic!("cat: {e}"),
+        }
+    }
+    assert!(child.wait().expect("cat").success());
+    n
 }
 
 /// The sessions benchmarked: size, transcript, its store and the store's index folder.
