@@ -90,8 +90,8 @@ fn compact_after(db: &mut IndexDb, done: &CatchUp, st: &FileState) {
     }
 }
 
-/// Every row of the `listing` table, as stored.
-fn catalog_rows(
+/// Every row of the `listing` table, as stored (their checksums travel with them).
+fn listing_rows(
     txn: &redb::WriteTransaction,
 ) -> std::result::Result<Vec<(String, Vec<u8>)>, redb::Error> {
     let table = txn.open_table(LISTING)?;
@@ -497,8 +497,11 @@ impl Store {
         if alone {
             // The sidecar indexes no other transcript: a new file written from zero (keys in
             // order, nothing to compact) instead of deleting every row and compacting, which
-            // cost a third as much as indexing again. The listing rows are carried over.
-            let listing = catalog_rows(&txn).map_err(|e| db.err(e))?;
+            // cost a third as much as indexing again. The listing rows are carried over, when
+            // they read (a cache of a cache: a damaged table is left behind, not an error).
+            let listing = open::isolate(|| listing_rows(&txn))
+                .and_then(std::result::Result::ok)
+                .unwrap_or_default();
             drop(txn);
             db.recreate()?;
             let txn = db.begin_write().map_err(|e| db.err(e))?;
