@@ -21,6 +21,7 @@
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -376,7 +377,7 @@ fn facts_from(
         last: std::cell::RefCell::default(),
     };
     let first = reader.first_with(|v| v.get("cwd").is_some())?;
-    let field = |v: &Option<Value>, k: &str| {
+    let field = |v: &Option<Rc<Value>>, k: &str| {
         v.as_ref()
             .and_then(|v| v.get(k))
             .and_then(Value::as_str)
@@ -449,30 +450,34 @@ struct ChainReader<'a> {
     t: &'a Transcript,
     chain: &'a [Link],
     /// The last line read (its offset and value): the first prompt is usually the line the
-    /// `cwd` came from.
-    last: std::cell::RefCell<Option<(u64, Option<Value>)>>,
+    /// `cwd` came from. Shared, not cloned: a line may be 100 MB.
+    last: std::cell::RefCell<Option<(u64, Option<Rc<Value>>)>>,
 }
 
 impl ChainReader<'_> {
-    fn read(&self, link: &Link) -> Result<Option<Value>> {
+    fn read(&self, link: &Link) -> Result<Option<Rc<Value>>> {
         if let Some((offset, v)) = &*self.last.borrow()
             && *offset == link.pos.offset
         {
             return Ok(v.clone());
         }
+        // The value replaces the previous one before this line is read.
+        *self.last.borrow_mut() = None;
         let raw = self.lines.line(self.path, link.pos)?;
-        let v = entry(raw.into(), link, &self.t.names, self.path)?.value();
+        let v = entry(raw.into(), link, &self.t.names, self.path)?
+            .value()
+            .map(Rc::new);
         *self.last.borrow_mut() = Some((link.pos.offset, v.clone()));
         Ok(v)
     }
 
     /// The first chain entry satisfying `want` (or the first entry when none does, within a
     /// few lines).
-    fn first_with(&self, want: impl Fn(&Value) -> bool) -> Result<Option<Value>> {
+    fn first_with(&self, want: impl Fn(&Value) -> bool) -> Result<Option<Rc<Value>>> {
         let mut first = None;
         for link in self.chain.iter().take(8) {
             let v = self.read(link)?;
-            if v.as_ref().is_some_and(&want) {
+            if v.as_deref().is_some_and(&want) {
                 return Ok(v);
             }
             if first.is_none() {
