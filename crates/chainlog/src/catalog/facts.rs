@@ -28,6 +28,7 @@ use serde_json::Value;
 
 use super::discover;
 use super::prompt;
+use super::shorten;
 use crate::chain::{Link, Resolution, ResolveOptions, Transcript, View, resolve};
 use crate::error::{Error, Result};
 use crate::resume::body::entry;
@@ -464,9 +465,17 @@ impl ChainReader<'_> {
         // The value replaces the previous one before this line is read.
         *self.last.borrow_mut() = None;
         let raw = self.lines.line(self.path, link.pos)?;
-        let v = entry(raw.into(), link, &self.t.names, self.path)?
-            .value()
-            .map(Rc::new);
+        let e = entry(raw.into(), link, &self.t.names, self.path)?;
+        // A long line (a 100 MB prompt) is parsed from a copy with its strings cut: the
+        // listing reads a few short fields and a prompt cut at 200 chars.
+        let v = if e.json.len() > shorten::LONG_LINE {
+            let short = shorten::shorten_strings(&e.json, shorten::KEEP);
+            drop(e);
+            crate::resume::body::parse_value(&short)
+        } else {
+            e.value()
+        }
+        .map(Rc::new);
         *self.last.borrow_mut() = Some((link.pos.offset, v.clone()));
         Ok(v)
     }

@@ -28,6 +28,7 @@ pub mod inline;
 pub mod list;
 pub mod paths;
 pub mod prompt;
+pub(crate) mod shorten;
 pub mod target;
 
 pub use agents::{AgentInfo, session_agents};

@@ -51,14 +51,13 @@ pub fn meaningful(text: &str) -> Option<String> {
 
 /// Newlines → spaces, trimmed, cut at [`MAX_PROMPT_CHARS`] chars with `…`.
 pub fn flatten(text: &str) -> String {
-    let one_line: String = text
-        .chars()
-        .map(|c| if matches!(c, '\n' | '\r') { ' ' } else { c })
-        .collect();
-    let trimmed = one_line.trim();
+    // Newlines are whitespace: trimming before replacing them trims the same, and only the
+    // part shown is copied (a prompt may be 100 MB).
+    let one_line = |s: &str| s.replace(['\n', '\r'], " ");
+    let trimmed = text.trim();
     match trimmed.char_indices().nth(MAX_PROMPT_CHARS) {
-        Some((cut, _)) => format!("{}…", trimmed[..cut].trim_end()),
-        None => trimmed.to_owned(),
+        Some((cut, _)) => format!("{}…", one_line(&trimmed[..cut]).trim_end()),
+        None => one_line(trimmed),
     }
 }
 
