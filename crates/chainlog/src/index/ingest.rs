@@ -32,9 +32,9 @@ use super::schema::{
 use super::state::IndexFault;
 use crate::chain::{BadLine, MessageRow};
 use crate::error::{Error, Result};
-use crate::transcript::envelope::{Entry, Flags, Kind, MessageHead, parse_framed};
+use crate::transcript::envelope::{Entry, Flags, Kind, MessageHead};
 use crate::transcript::frame::{FrameSummary, Framer};
-use crate::transcript::id::{Id, IdNames};
+use crate::transcript::id::Id;
 
 /// Batches of at most this many new rows update the projections in place.
 pub(crate) const INCREMENTAL_MAX_ROWS: usize = 256;
@@ -439,19 +439,6 @@ pub(crate) fn structural(head: &MessageHead) -> bool {
         || head.flags.has(Flags::COMPACT_BOUNDARY)
         || head.flags.has(Flags::SNIP)
 }
-
-/// Lines per chunk sent from the parsing stage to the storing stage.
-const PIPELINE_CHUNK: usize = 512;
-/// Chunks in flight between the stages.
-const PIPELINE_DEPTH: usize = 8;
-
-/// A parsed line on its way to storage.
-type Parsed = (
-    crate::transcript::frame::LinePos,
-    Result<Entry, crate::transcript::envelope::LineProblem>,
-    // Fields of a kept entry that could not be read (`LineProblem::Fields`).
-    Option<crate::transcript::envelope::LineProblem>,
-);
 
 /// Fingerprints of complete chunks: `(chunk no., XXH3-128)` ([`hash16`]).
 type ChunkHashes = Vec<(u64, [u8; 16])>;
@@ -909,63 +896,35 @@ fn ingest_from(
     );
     let mut hashing = HashingReader::new(reporting, st.indexed_len, &prefix);
     let framer = Framer::resume_at(st.indexed_len, st.lines).expecting(len - st.indexed_len);
-    // Two stages on two threads: framing + parsing + fingerprinting, and storing. Parsed
-    // lines travel in chunks through a bounded channel, so memory stays bounded.
-    let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<Parsed>>(PIPELINE_DEPTH);
-    let (produced, failure) = std::thread::scope(|scope| {
-        let producer = scope.spawn(move || {
-            let mut names = IdNames::default();
-            let mut chunk = Vec::with_capacity(PIPELINE_CHUNK);
-            let summary = framer.frame_reader(&mut hashing, |line| {
-                let mut parsed = parse_framed(&line, &mut names);
-                let note = parsed.note_problem();
-                chunk.push((line.pos, parsed.entry, note));
-                if chunk.len() == PIPELINE_CHUNK {
-                    let _ = tx.send(std::mem::replace(
-                        &mut chunk,
-                        Vec::with_capacity(PIPELINE_CHUNK),
-                    ));
-                }
+    // Framing and fingerprinting on one thread, parsing on two (`super::parsing`), storing on
+    // this one, in file order.
+    let mut failure: Option<redb::Error> = None;
+    let parsed = super::parsing::parse_in_order(&framer, &mut hashing, |lines| {
+        // After a failure keep draining, so the parsers never block.
+        if failure.is_some() {
+            return;
+        }
+        for (pos, entry, note) in lines {
+            if note.is_some() {
+                st.bad_lines += 1;
+            }
+            let noted = note.map_or(Ok(()), |problem| {
+                tables
+                    .bad
+                    .insert(
+                        (tables.f, pos.line),
+                        encode(&key_of(tables.f, pos.line), &BadLine { pos, problem }).as_slice(),
+                    )
+                    .map(|_| ())
+                    .map_err(redb::Error::from)
             });
-            if !chunk.is_empty() {
-                let _ = tx.send(chunk);
-            }
-            drop(tx);
-            summary.map(|s| (s, hashing.done, names))
-        });
-        let mut failure: Option<redb::Error> = None;
-        for chunk in rx {
-            // After a failure keep draining, so the producer never blocks.
-            if failure.is_some() {
-                continue;
-            }
-            for (pos, entry, note) in chunk {
-                if note.is_some() {
-                    st.bad_lines += 1;
-                }
-                let noted = note.map_or(Ok(()), |problem| {
-                    tables
-                        .bad
-                        .insert(
-                            (tables.f, pos.line),
-                            encode(&key_of(tables.f, pos.line), &BadLine { pos, problem })
-                                .as_slice(),
-                        )
-                        .map(|_| ())
-                        .map_err(redb::Error::from)
-                });
-                if let Err(e) = noted.and_then(|()| tables.store(st, batch, entry, pos)) {
-                    failure = Some(e);
-                    break;
-                }
+            if let Err(e) = noted.and_then(|()| tables.store(st, batch, entry, pos)) {
+                failure = Some(e);
+                return;
             }
         }
-        (producer.join(), failure)
     });
-    let (summary, hashed, names) = match produced {
-        Ok(r) => r.map_err(io)?,
-        Err(panic) => std::panic::resume_unwind(panic),
-    };
+    let (summary, names) = parsed.map_err(io)?;
     if let Some(e) = failure {
         return Err(e.into());
     }
@@ -979,7 +938,7 @@ fn ingest_from(
             st.names += 1;
         }
     }
-    Ok((summary, hashed))
+    Ok((summary, hashing.done))
 }
 
 /// A catch-up failure: the index (retry or rebuild) or the transcript (report).

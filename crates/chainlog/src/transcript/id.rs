@@ -103,6 +103,14 @@ impl IdNames {
         }
     }
 
+    /// Adds the names of `later` that this does not hold: the names of ids met after this
+    /// one's (the first spelling of an id is its name, as [`IdNames::intern`] keeps it).
+    pub fn merge(&mut self, later: IdNames) {
+        for (id, text) in later.0 {
+            self.0.entry(id).or_insert(text);
+        }
+    }
+
     /// Non-canonical names, for storing beside an index.
     pub fn iter(&self) -> impl Iterator<Item = (&Id, &str)> {
         self.0.iter().map(|(k, v)| (k, &**v))

@@ -1,0 +1,303 @@
+//! The parsing stage of a catch-up: new bytes framed on one thread, parsed on two, handed to
+//! the storing stage in file order.
+//!
+//! # Context
+//! Parsing is the build's critical path: the storing thread waits on it (a first index of a
+//! 10 MiB transcript spent ~100 M instructions framing, fingerprinting and parsing against
+//! ~20 M storing). Lines parse independently of each other, so the work splits by blocks of
+//! lines; only framing (line numbers, offsets, the torn tail) and fingerprinting must see the
+//! bytes in order.
+//!
+//! # Design
+//! The framing thread cuts the framed lines into blocks of about [`BLOCK_BYTES`]. It parses
+//! the even blocks itself, straight from the framer's buffer, and copies the odd ones for a
+//! helper thread, started with the second block (a short catch-up starts no helper). Each
+//! parser sends its parsed blocks through its own bounded channel; the caller takes them
+//! alternately, so the order is the file's and memory stays bounded by the channels' depth.
+//! Each block carries the names of the non-UUID ids it met, merged in file order by the caller:
+//! an id's name is its first spelling in the file, as the full scan keeps it.
+
+use std::io::Read;
+use std::sync::mpsc::{Receiver, Sender, SyncSender, sync_channel};
+
+use crate::transcript::envelope::{Entry, LineProblem, parse_framed};
+use crate::transcript::frame::{FrameSummary, Framer, Line, LinePos};
+use crate::transcript::id::IdNames;
+
+/// A parsed line on its way to storage: its position, the entry or why it is bad, and the
+/// fields of a kept entry that could not be read (`LineProblem::Fields`).
+pub type Parsed = (LinePos, Result<Entry, LineProblem>, Option<LineProblem>);
+
+/// Bytes of lines per block. Small enough that a 1 MiB catch-up already runs on both
+/// parsers, large enough that a block's hand-over costs nothing next to its parse.
+const BLOCK_BYTES: u64 = 256 << 10;
+
+/// Parsed blocks in flight per parser.
+const DEPTH: usize = 4;
+
+/// A block of parsed lines and the names of non-UUID ids first met in it.
+type ParsedBlock = (Vec<Parsed>, IdNames);
+
+/// Lines framed for the helper: their bytes back to back, and where each one lies in them.
+/// The helper hands each block back emptied, for the next one (no allocation, no page faults
+/// of fresh memory per block).
+#[derive(Default)]
+struct Block {
+    bytes: Vec<u8>,
+    lines: Vec<(LinePos, usize, usize, bool)>,
+}
+
+impl Block {
+    fn new() -> Self {
+        Block {
+            // A block ends with the line that crosses `BLOCK_BYTES`: most fit with this room.
+            bytes: Vec::with_capacity(BLOCK_BYTES as usize + (64 << 10)),
+            lines: Vec::new(),
+        }
+    }
+}
+
+/// Frames `reader` with `framer` and calls `consume` with the parsed lines in file order, in
+/// blocks, on the calling thread. Returns the framing summary and the names of non-UUID ids.
+pub fn parse_in_order<R: Read + Send>(
+    framer: &Framer,
+    reader: &mut R,
+    mut consume: impl FnMut(Vec<Parsed>),
+) -> std::io::Result<(FrameSummary, IdNames)> {
+    let (even_tx, even_rx) = sync_channel::<ParsedBlock>(DEPTH);
+    let (odd_tx, odd_rx) = sync_channel::<ParsedBlock>(DEPTH);
+    std::thread::scope(|scope| {
+        let framing = named("chainlog-frame")
+            .spawn_scoped(scope, move || {
+                let mut odd_tx = Some(odd_tx);
+                let mut helper: Option<(SyncSender<Block>, _)> = None;
+                let (recycle_tx, recycle_rx) = std::sync::mpsc::channel::<Block>();
+                let mut recycle_tx = Some(recycle_tx);
+                let mut odd = false;
+                let mut parsed: ParsedBlock = Default::default();
+                // Lines in the last even block: the next one's capacity.
+                let mut even_lines = 0;
+                let mut block = Block::default();
+                let mut filled = 0u64;
+                let summary = framer.frame_reader(reader, |line| {
+                    if odd {
+                        if block.bytes.capacity() == 0 {
+                            block = recycle_rx.try_recv().unwrap_or_else(|_| Block::new());
+                        }
+                        let start = block.bytes.len();
+                        block.bytes.extend_from_slice(line.bytes);
+                        block
+                            .lines
+                            .push((line.pos, start, block.bytes.len(), line.too_long));
+                    } else {
+                        if parsed.0.capacity() == 0 {
+                            parsed.0.reserve_exact(even_lines + even_lines / 4 + 16);
+                        }
+                        parsed.0.push(parse(&line, &mut parsed.1));
+                    }
+                    filled += line.pos.len;
+                    if filled >= BLOCK_BYTES {
+                        filled = 0;
+                        if odd {
+                            let (tx, _) = helper.get_or_insert_with(|| {
+                                let out = odd_tx.take().expect("the helper starts once");
+                                let back = recycle_tx.take().expect("the helper starts once");
+                                let (tx, rx) = sync_channel::<Block>(DEPTH);
+                                let helper = named("chainlog-parse")
+                                    .spawn_scoped(scope, move || parse_blocks(&rx, &out, &back));
+                                (tx, helper.expect("a thread starts"))
+                            });
+                            let _ = tx.send(std::mem::take(&mut block));
+                        } else {
+                            even_lines = parsed.0.len();
+                            let _ = even_tx.send(std::mem::take(&mut parsed));
+                        }
+                        odd = !odd;
+                    }
+                });
+                // The last block, partly filled (an odd one with no helper yet is parsed here).
+                if !parsed.0.is_empty() {
+                    let _ = even_tx.send(parsed);
+                }
+                if !block.lines.is_empty() {
+                    if let Some((tx, _)) = &helper {
+                        let _ = tx.send(block);
+                    } else {
+                        let out = odd_tx.take().expect("no helper was started");
+                        let _ = out.send(parse_block(&block));
+                    }
+                }
+                drop(even_tx);
+                drop(odd_tx);
+                if let Some((tx, handle)) = helper {
+                    drop(tx);
+                    if let Err(panic) = handle.join() {
+                        std::panic::resume_unwind(panic);
+                    }
+                }
+                summary
+            })
+            .expect("a thread starts");
+        // Blocks alternate between the parsers; a parser that has ended has sent its last.
+        let mut names = IdNames::default();
+        let mut from_odd = false;
+        loop {
+            let rx: &Receiver<ParsedBlock> = if from_odd { &odd_rx } else { &even_rx };
+            let Ok((lines, met)) = rx.recv() else { break };
+            names.merge(met);
+            consume(lines);
+            from_odd = !from_odd;
+        }
+        match framing.join() {
+            Ok(summary) => summary.map(|s| (s, names)),
+            Err(panic) => std::panic::resume_unwind(panic),
+        }
+    })
+}
+
+fn named(name: &str) -> std::thread::Builder {
+    std::thread::Builder::new().name(name.into())
+}
+
+fn parse(line: &Line<'_>, names: &mut IdNames) -> Parsed {
+    let mut parsed = parse_framed(line, names);
+    let note = parsed.note_problem();
+    (line.pos, parsed.entry, note)
+}
+
+fn parse_block(block: &Block) -> ParsedBlock {
+    let mut names = IdNames::default();
+    let lines = block
+        .lines
+        .iter()
+        .map(|&(pos, start, end, too_long)| {
+            let line = Line {
+                pos,
+                bytes: &block.bytes[start..end],
+                too_long,
+            };
+            parse(&line, &mut names)
+        })
+        .collect();
+    (lines, names)
+}
+
+/// The helper: parses the blocks it receives, in order, until the framing thread is done, and
+/// hands each one back emptied.
+fn parse_blocks(blocks: &Receiver<Block>, out: &SyncSender<ParsedBlock>, back: &Sender<Block>) {
+    for mut block in blocks {
+        let _ = out.send(parse_block(&block));
+        block.bytes.clear();
+        block.lines.clear();
+        let _ = back.send(block);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Lines of every kind: messages (one with a non-UUID id), a bad line, a blank line, a
+    /// CRLF line, a kept entry with an unreadable field; then a torn tail.
+    fn transcript(lines: usize) -> Vec<u8> {
+        let mut out = Vec::new();
+        for i in 0..lines {
+            let pad = "x".repeat(300 + i % 200);
+            let line = match i % 7 {
+                0 => format!(
+                    r#"{{"type":"user","uuid":"msg-{i}","parentUuid":null,"message":{{"role":"user","content":"{pad}"}}}}"#
+                ),
+                1 => "{not json".to_string(),
+                2 => String::new(),
+                3 => format!("{{\"type\":\"summary\",\"summary\":\"{pad}\",\"leafUuid\":\"x\"}}\r"),
+                4 => format!(
+                    r#"{{"type":"assistant","uuid":"00000000-0000-4000-8000-{i:012}","timestamp":7,"message":{{"role":"assistant","content":"{pad}"}}}}"#
+                ),
+                _ => format!(
+                    r#"{{"type":"user","uuid":"00000000-0000-4000-8000-{i:012}","parentUuid":"00000000-0000-4000-8000-{:012}","message":{{"role":"user","content":"{pad}"}}}}"#,
+                    i - 1
+                ),
+            };
+            out.extend_from_slice(line.as_bytes());
+            out.push(b'\n');
+        }
+        out.extend_from_slice(br#"{"type":"user","uuid":"torn"#);
+        out
+    }
+
+    /// The same bytes framed and parsed on one thread, as the full scan does.
+    fn sequential(bytes: &[u8]) -> (Vec<String>, FrameSummary, Vec<String>) {
+        let mut names = IdNames::default();
+        let mut lines = Vec::new();
+        let summary = Framer::new().frame_slice(bytes, |line| {
+            lines.push(format!("{:?}", parse(&line, &mut names)));
+        });
+        (lines, summary, sorted_names(&names))
+    }
+
+    fn sorted_names(names: &IdNames) -> Vec<String> {
+        let mut v: Vec<String> = names.iter().map(|(id, t)| format!("{id:?}={t}")).collect();
+        v.sort();
+        v
+    }
+
+    /// Parses `bytes` through the stage; returns the lines, the summary, the names and how
+    /// many blocks arrived.
+    fn staged(bytes: &[u8]) -> (Vec<String>, FrameSummary, Vec<String>, usize) {
+        let mut lines = Vec::new();
+        let mut blocks = 0;
+        let (summary, names) = parse_in_order(&Framer::new(), &mut &bytes[..], |block| {
+            blocks += 1;
+            lines.extend(block.iter().map(|p| format!("{p:?}")));
+        })
+        .unwrap();
+        (lines, summary, sorted_names(&names), blocks)
+    }
+
+    #[test]
+    fn blocks_parsed_on_two_threads_arrive_in_file_order() {
+        let bytes = transcript(6_000);
+        assert!(
+            bytes.len() as u64 > 8 * BLOCK_BYTES,
+            "{} bytes",
+            bytes.len()
+        );
+        let (want, want_summary, want_names) = sequential(&bytes);
+        let (got, summary, names, blocks) = staged(&bytes);
+        assert!(
+            blocks >= 8,
+            "the helper parsed every other block: {blocks} blocks"
+        );
+        assert_eq!(got.len(), want.len());
+        for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+            assert_eq!(g, w, "line {i}");
+        }
+        assert_eq!(summary, want_summary);
+        assert!(summary.torn_tail.is_some());
+        assert_eq!(names, want_names);
+        assert!(!names.is_empty(), "non-UUID ids are named");
+    }
+
+    #[test]
+    fn every_cut_between_blocks_keeps_every_line() {
+        // Around one and two blocks: the last block even, odd with no helper yet, odd with one.
+        let line_len = transcript(7).len() as u64 / 7;
+        let around = BLOCK_BYTES / line_len;
+        for n in [
+            1,
+            2,
+            around - 1,
+            around,
+            around + 1,
+            2 * around,
+            2 * around + 3,
+            3 * around,
+        ] {
+            let bytes = transcript(usize::try_from(n).unwrap());
+            let (want, want_summary, want_names) = sequential(&bytes);
+            let (got, summary, names, _) = staged(&bytes);
+            assert_eq!(got, want, "{n} lines");
+            assert_eq!((summary, names), (want_summary, want_names), "{n} lines");
+        }
+    }
+}
