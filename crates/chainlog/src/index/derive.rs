@@ -47,19 +47,28 @@ pub fn load_rows<T>(
     let (f, expected) = (st.file, st.rows);
     let mut rows = Vec::with_capacity((expected as usize).min(1 << 24));
     let mut from = 0u32;
+    // A batch's stored bytes back to back, and each row's number and end in them.
+    let mut bytes = Vec::new();
+    let mut ends: Vec<(u32, usize)> = Vec::with_capacity(LOAD_BATCH);
     loop {
-        let stored = super::guard::read("rows", || {
-            rows_t
-                .range((f, from)..=(f, u32::MAX))?
-                .take(LOAD_BATCH)
-                .map(|item| item.map(|(k, v)| (k.value().1, v.value().to_vec())))
-                .collect::<Result<Vec<_>, redb::StorageError>>()
+        bytes.clear();
+        ends.clear();
+        super::guard::read("rows", || {
+            for item in rows_t.range((f, from)..=(f, u32::MAX))?.take(LOAD_BATCH) {
+                let (k, v) = item?;
+                bytes.extend_from_slice(v.value());
+                ends.push((k.value().1, bytes.len()));
+            }
+            Ok::<_, redb::StorageError>(())
         })?;
-        let Some(&(last, _)) = stored.last() else {
+        let Some(&(last, _)) = ends.last() else {
             break;
         };
-        for (seq, v) in stored {
-            let row = super::row::decode(st, &key_of(f, seq.into()), &v)
+        let mut start = 0;
+        for &(seq, end) in &ends {
+            let v = &bytes[start..end];
+            start = end;
+            let row = super::row::decode(st, &key_of(f, seq.into()), v)
                 .ok_or_else(|| IndexFault::damaged("rows", format!("row {seq} does not decode")))?;
             if seq as usize != rows.len() {
                 return Err(IndexFault::damaged(
