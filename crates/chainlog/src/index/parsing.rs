@@ -44,7 +44,7 @@ const CYCLE: usize = 3;
 
 /// Whether block `n` (from 0) is the helper's to parse.
 fn helpers(n: usize) -> bool {
-    n % CYCLE != 0
+    !n.is_multiple_of(CYCLE)
 }
 
 /// A block of parsed lines and the names of non-UUID ids first met in it.
