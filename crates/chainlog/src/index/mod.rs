@@ -78,18 +78,31 @@ const COMPACT_AFTER_BYTES: u64 = 8 << 20;
 /// zero: each commit copies the pages of the last one that it changes, and their old places
 /// stay as holes (a project of two 20-message sessions: 110,592 bytes, 73,728 compacted; the
 /// bench's real transcripts 76.9 % of their bytes never compacted, 64.1 % with this rule, 68.5 %
-/// with a 256 KiB limit; its generated tree 5.4 % / 4.8 % / 5.4 %). Compacting a 500 KB
-/// sidecar costs 0.4 ms.
+/// with a 256 KiB limit; its generated tree 5.4 % / 4.8 % / 5.4 %).
 const COMPACT_SMALL_BELOW: u64 = 1 << 20;
+
+/// The same limit for a sidecar this process created for the transcript: only the tables'
+/// creation commit came before, and its copied pages are 8–12 KB (a 20-message session's
+/// sidecar: 86,016 bytes, 73,728 compacted; a 10 MiB transcript's: 499,712, 491,520), while
+/// compacting a 500 KB sidecar cost 0.4 ms of a 14 ms first index.
+const COMPACT_CREATED_BELOW: u64 = 256 << 10;
 
 /// Gives back the pages a catch-up freed, when it is worth it: after a large ingest or a
 /// re-index (the projections were re-derived), and after a transcript indexed from zero into a
-/// small sidecar. Done by `index` and by a resume that caught up alike. Best effort: another
-/// process may hold the sidecar open, and then the space is reused by later writes instead.
+/// small sidecar (not after one indexed from zero into a sidecar created for it, unless small:
+/// nothing was freed but the creation's pages). Done by `index` and by a resume that caught up
+/// alike. Best effort: another process may hold the sidecar open, and then the space is reused
+/// by later writes instead.
 fn compact_after(db: &mut IndexDb, done: &CatchUp, st: &FileState) {
     let from_zero = done.bytes > 0 && done.bytes == st.indexed_len;
-    let small = std::fs::metadata(&db.path).is_ok_and(|m| m.len() < COMPACT_SMALL_BELOW);
-    if done.bytes >= COMPACT_AFTER_BYTES || done.reindexed.is_some() || (from_zero && small) {
+    let limit = if db.created {
+        COMPACT_CREATED_BELOW
+    } else {
+        COMPACT_SMALL_BELOW
+    };
+    let small = || std::fs::metadata(&db.path).is_ok_and(|m| m.len() < limit);
+    let large = done.bytes >= COMPACT_AFTER_BYTES && !(from_zero && db.created);
+    if large || done.reindexed.is_some() || (from_zero && small()) {
         db.compact();
     }
 }

@@ -31,6 +31,9 @@ pub struct IndexDb {
     /// This process's share of `<db>.live` ([`super::live`]), taken once the file is trusted and
     /// released after the marker is written.
     live: Option<super::live::Live>,
+    /// The open created the file: its only commits are this handle's (the tables' creation,
+    /// then what the caller writes).
+    pub created: bool,
 }
 
 fn index_error(path: &Path, e: impl std::fmt::Display) -> Error {
@@ -98,6 +101,7 @@ impl IndexDb {
             path: path.to_path_buf(),
             handle: Some(db),
             live: None,
+            created: fresh,
         };
         // A file created empty by this open has no pages to check. A version that does not
         // read may be a damaged page the marker could not see: check before emptying tables
