@@ -76,9 +76,11 @@ pub fn parse_in_order<R: Read + Send>(
     reader: &mut R,
     mut consume: impl FnMut(Vec<Parsed>),
 ) -> std::io::Result<(FrameSummary, IdNames)> {
-    let (own_tx, own_rx) = sync_channel::<ParsedBlock>(DEPTH);
-    let (helper_tx, helper_rx) = sync_channel::<ParsedBlock>(DEPTH);
     std::thread::scope(|scope| {
+        // Made inside the scope: if `consume` panics, the receivers are dropped before the
+        // scope waits for its threads, so a parser blocked on a full channel wakes and ends.
+        let (own_tx, own_rx) = sync_channel::<ParsedBlock>(DEPTH);
+        let (helper_tx, helper_rx) = sync_channel::<ParsedBlock>(DEPTH);
         let framing = named("chainlog-frame")
             .spawn_scoped(scope, move || {
                 let mut helper_tx = Some(helper_tx);
@@ -310,5 +312,23 @@ mod tests {
             assert_eq!(got, want, "{n} lines");
             assert_eq!((summary, names), (want_summary, want_names), "{n} lines");
         }
+    }
+
+    #[test]
+    fn a_panic_while_storing_ends_the_parsers_instead_of_hanging() {
+        let bytes = transcript(6_000);
+        let (done_tx, done_rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let r = std::panic::catch_unwind(|| {
+                parse_in_order(&Framer::new(), &mut &bytes[..], |_| {
+                    panic!("storing failed")
+                })
+            });
+            let _ = done_tx.send(r.is_err());
+        });
+        let panicked = done_rx
+            .recv_timeout(std::time::Duration::from_secs(20))
+            .expect("the parse ended");
+        assert!(panicked, "the panic reached the caller");
     }
 }
