@@ -18,7 +18,7 @@ use std::collections::HashMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use redb::{ReadOnlyTable, ReadableDatabase, ReadableTable, ReadableTableMetadata};
+use redb::{ReadOnlyTable, ReadableDatabase, ReadableTable};
 
 use super::list::FactsSource;
 use super::{SessionFacts, scan_session_facts};
@@ -454,30 +454,66 @@ fn open_table(db_path: &Path) -> Option<ReadOnlyTable<&'static str, &'static [u8
 fn read_rows(db_path: &Path) -> Option<Rows> {
     let db = open::open_read_only(db_path)?;
     let txn = crate::index::wait::waiting(|| db.begin_read()).ok()?;
-    crate::index::guard::read("listing", || {
-        let t = txn.open_table(LISTING)?;
-        let mut rows = Rows {
-            bytes: Vec::new(),
-            at: Vec::with_capacity(usize::try_from(t.len()?).unwrap_or(0)),
-        };
-        for entry in t.iter()? {
-            let (k, v) = entry?;
-            if rows.bytes.is_empty() {
-                // Rows are of similar sizes: room for all of them at once (no copy on growth).
-                let each = k.value().len() + v.value().len();
-                // Capped: one long first row must not reserve gigabytes.
-                rows.bytes
-                    .reserve(((each + each / 4) * rows.at.capacity()).min(32 << 20));
-            }
-            let start = rows.bytes.len();
-            rows.bytes.extend_from_slice(k.value().as_bytes());
-            let value = rows.bytes.len();
-            rows.bytes.extend_from_slice(v.value());
-            rows.at.push((start, value, rows.bytes.len()));
+    crate::index::guard::read("listing", || all_rows(&txn.open_table(LISTING)?)).ok()
+}
+
+/// Every row of a `listing` table, in key order.
+fn all_rows(t: &impl ReadableTable<&'static str, &'static [u8]>) -> Result<Rows, redb::Error> {
+    let mut rows = Rows {
+        bytes: Vec::new(),
+        at: Vec::with_capacity(usize::try_from(t.len()?).unwrap_or(0)),
+    };
+    for entry in t.iter()? {
+        let (k, v) = entry?;
+        if rows.bytes.is_empty() {
+            // Rows are of similar sizes: room for all of them at once (no copy on growth).
+            let each = k.value().len() + v.value().len();
+            // Capped: one long first row must not reserve gigabytes.
+            rows.bytes
+                .reserve(((each + each / 4) * rows.at.capacity()).min(32 << 20));
         }
-        Ok::<_, redb::Error>(rows)
-    })
-    .ok()
+        let start = rows.bytes.len();
+        rows.bytes.extend_from_slice(k.value().as_bytes());
+        let value = rows.bytes.len();
+        rows.bytes.extend_from_slice(v.value());
+        rows.at.push((start, value, rows.bytes.len()));
+    }
+    Ok(rows)
+}
+
+/// Stores listing rows (`(key, value)` as stored: their checksums travel with them) in `txn`.
+fn insert_rows<'a>(
+    txn: &redb::WriteTransaction,
+    rows: impl IntoIterator<Item = (&'a str, &'a [u8])>,
+) -> Result<(), redb::Error> {
+    let mut t = txn.open_table(LISTING)?;
+    for (k, v) in rows {
+        t.insert(k, v)?;
+    }
+    Ok(())
+}
+
+/// A sidecar's listing rows, read before the sidecar is written anew (`Store::rebuild` of its
+/// only transcript) and stored again in the new file with [`Carried::restore`].
+pub(crate) struct Carried(Rows);
+
+impl Carried {
+    /// Reads every listing row in `txn`.
+    pub(crate) fn read(txn: &redb::WriteTransaction) -> Result<Carried, redb::Error> {
+        Ok(Carried(all_rows(&txn.open_table(LISTING)?)?))
+    }
+
+    /// Stores the rows in `txn`.
+    pub(crate) fn restore(&self, txn: &redb::WriteTransaction) -> Result<(), redb::Error> {
+        let rows = &self.0;
+        insert_rows(
+            txn,
+            (0..rows.len()).map(|i| {
+                let key = std::str::from_utf8(rows.key(i)).expect("a stored key is a str");
+                (key, rows.value(i))
+            }),
+        )
+    }
 }
 
 fn write_rows(db_path: &Path, pending: &[(String, Vec<u8>)]) {
@@ -487,15 +523,8 @@ fn write_rows(db_path: &Path, pending: &[(String, Vec<u8>)]) {
     let Ok(txn) = db.begin_write() else {
         return;
     };
-    {
-        let Ok(mut t) = txn.open_table(LISTING) else {
-            return;
-        };
-        for (k, v) in pending {
-            if t.insert(k.as_str(), v.as_slice()).is_err() {
-                return;
-            }
-        }
+    let rows = pending.iter().map(|(k, v)| (k.as_str(), v.as_slice()));
+    if insert_rows(&txn, rows).is_ok() {
+        let _ = txn.commit();
     }
-    let _ = txn.commit();
 }

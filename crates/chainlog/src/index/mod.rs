@@ -52,8 +52,9 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use redb::{ReadableDatabase, ReadableTable, ReadableTableMetadata};
+use redb::{ReadableDatabase, ReadableTableMetadata};
 
+use crate::catalog::cache::Carried;
 use crate::chain::{
     BadLine, LeafInfo, Projection, Resolution, ResolveOptions, Transcript, Tree, leaf_report_graph,
     resolve, resolve_graph,
@@ -63,7 +64,7 @@ use crate::transcript::id::IdNames;
 use ingest::{CatchUp, IngestError, Stat};
 use open::IndexDb;
 use query::IndexGraph;
-use schema::{BAD_LINES, FILES, FileState, LISTING, PROGRESS, ROWS};
+use schema::{BAD_LINES, FILES, FileState, PROGRESS, ROWS};
 use state::IndexFault;
 
 /// Bad-line records an [`Answer`] holds: the first ones, in file order; the others are only
@@ -105,19 +106,6 @@ fn compact_after(db: &mut IndexDb, done: &CatchUp, st: &FileState) {
     if large || done.reindexed.is_some() || (from_zero && small()) {
         db.compact();
     }
-}
-
-/// Every row of the `listing` table, as stored (their checksums travel with them).
-fn listing_rows(
-    txn: &redb::WriteTransaction,
-) -> std::result::Result<Vec<(String, Vec<u8>)>, redb::Error> {
-    let table = txn.open_table(LISTING)?;
-    let mut rows = Vec::new();
-    for r in table.iter()? {
-        let (k, v) = r?;
-        rows.push((k.value().to_owned(), v.value().to_vec()));
-    }
-    Ok(rows)
 }
 
 /// Where an answer came from.
@@ -516,21 +504,14 @@ impl Store {
             // order, nothing to compact) instead of deleting every row and compacting, which
             // cost a third as much as indexing again. The listing rows are carried over, when
             // they read (a cache of a cache: a damaged table is left behind, not an error).
-            let listing = open::isolate(|| listing_rows(&txn))
-                .and_then(std::result::Result::ok)
-                .unwrap_or_default();
+            let listing = open::isolate(|| Carried::read(&txn)).and_then(std::result::Result::ok);
             drop(txn);
             db.recreate()?;
-            let txn = db.begin_write().map_err(|e| db.err(e))?;
-            {
-                let mut table = txn.open_table(LISTING).map_err(|e| db.err(e))?;
-                for (k, v) in &listing {
-                    table
-                        .insert(k.as_str(), v.as_slice())
-                        .map_err(|e| db.err(e))?;
-                }
+            if let Some(listing) = listing {
+                let txn = db.begin_write().map_err(|e| db.err(e))?;
+                listing.restore(&txn).map_err(|e| db.err(e))?;
+                txn.commit().map_err(|e| db.err(e))?;
             }
-            txn.commit().map_err(|e| db.err(e))?;
             let (done, st) = Self::catch_up_in(&mut db, transcript)?;
             compact_after(&mut db, &done, &st);
             return Ok(done);
