@@ -26,19 +26,17 @@ pub fn shorten_strings(json: &[u8], keep: usize) -> Vec<u8> {
         if b != b'"' {
             continue;
         }
-        // Inside a string literal: copy up to `keep` bytes of it, skip the rest.
-        let mut kept = 0;
+        // Inside a string literal: copy up to `keep` bytes of it, skip the rest (once a piece
+        // does not fit, no shorter piece after it is kept either).
+        let mut room = keep;
         while i < json.len() && json[i] != b'"' {
             let len = piece_len(&json[i..]);
-            if kept + len <= keep {
+            if len <= room {
                 out.extend_from_slice(&json[i..i + len]);
-            }
-            // Past the budget nothing more is kept, not even a shorter piece after it.
-            kept = if kept + len <= keep {
-                kept + len
+                room -= len;
             } else {
-                keep + 1
-            };
+                room = 0;
+            }
             i += len;
         }
         if i < json.len() {

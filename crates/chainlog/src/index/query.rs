@@ -384,6 +384,11 @@ mod tests {
         lines.join("\n") + "\n"
     }
 
+    /// [`indexed`] of `lines` written at once.
+    fn indexed_lines(dir: &std::path::Path, lines: &[String]) -> (redb::Database, FileState) {
+        indexed(dir, &[text(lines)])
+    }
+
     /// The length of the default chain, from the index alone (no fallback to a full scan).
     fn chain_len(db: &redb::Database, st: &FileState) -> Result<usize, IndexFault> {
         let r = db.begin_read().unwrap();
@@ -416,12 +421,9 @@ mod tests {
     #[test]
     fn a_damaged_row_is_a_typed_fault_not_an_answer() {
         let dir = tempfile::tempdir().unwrap();
-        let (db, st) = indexed(
+        let (db, st) = indexed_lines(
             dir.path(),
-            &[text(&[
-                line(1, None, "user"),
-                line(2, Some(1), "assistant"),
-            ])],
+            &[line(1, None, "user"), line(2, Some(1), "assistant")],
         );
         assert_eq!(chain_len(&db, &st).unwrap(), 2);
         put(&db, ROWS, &(st.file, 1), Some(b"garbage"));
@@ -473,13 +475,13 @@ mod tests {
     #[test]
     fn a_leaf_fact_missing_from_its_range_is_a_fault_not_an_answer() {
         let dir = tempfile::tempdir().unwrap();
-        let (db, st) = indexed(
+        let (db, st) = indexed_lines(
             dir.path(),
-            &[text(&[
+            &[
                 line(1, None, "user"),
                 line(2, Some(1), "assistant"),
                 line(3, Some(1), "assistant"),
-            ])],
+            ],
         );
         assert_eq!(st.leaf_facts, 2);
         let leaves = || {
@@ -515,13 +517,13 @@ mod tests {
             )
         };
         let dir = tempfile::tempdir().unwrap();
-        let (db, st) = indexed(
+        let (db, st) = indexed_lines(
             dir.path(),
-            &[text(&[
+            &[
                 line(1, None, "user"),
                 entry(2, 1, "assistant"),
                 entry(3, 2, "assistant"),
-            ])],
+            ],
         );
         assert_eq!(chain_len(&db, &st).unwrap(), 3);
         let (key, clean) = {
