@@ -626,7 +626,7 @@ proptest! {
     #![proptest_config(config(2))]
 
     /// Every feature on, over 1 MiB: a first index parses on both threads (the catch-up's
-    /// helper takes two 256 KiB blocks in three, `index/parsing.rs`).
+    /// helper takes two 128 KiB blocks in three, `index/parsing.rs`).
     #[test]
     fn every_feature_parsed_on_two_threads(seed in any::<u64>()) {
         check_session(&GenOptions::everything(seed, 1_100_000))?;
