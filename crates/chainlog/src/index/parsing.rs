@@ -30,11 +30,17 @@ use crate::transcript::id::IdNames;
 /// fields of a kept entry that could not be read (`LineProblem::Fields`).
 pub type Parsed = (LinePos, Result<Entry, LineProblem>, Option<LineProblem>);
 
-/// Bytes of lines per block. Small enough that a catch-up of a few hundred KiB already runs
-/// on both parsers, large enough that a block's hand-over costs nothing next to its parse.
-/// With 256 KiB blocks `tests/robustness.rs::a_first_index_does_not_hold_the_rows` peaked at
+/// Bytes of lines per block, at most (see also [`BLOCK_LINES`]). Large enough that hand-overs
+/// are few: each one may wait for a sleeping thread to wake, which on a 2-vCPU VM took up to
+/// ~1 ms. A 10 MiB first index by hand, 8 interleaved rounds of 61: medians 15.3 ms with
+/// 128 KiB blocks, 14.7–14.8 with 512 KiB, 14.95 with 1 MiB.
+const BLOCK_BYTES: u64 = 512 << 10;
+
+/// Lines per block, at most: the parsed lines of a block take ~230 bytes each whatever the
+/// line's length, so blocks of short lines are cut by count. With 256 KiB blocks and no count
+/// `tests/robustness.rs::a_first_index_does_not_hold_the_rows` (~270-byte lines) peaked at
 /// 64–67 MiB (over its 64 MiB bound; 52 MiB with one parsing thread), with 128 KiB at 53 MiB.
-const BLOCK_BYTES: u64 = 128 << 10;
+const BLOCK_LINES: usize = 512;
 
 /// Parsed blocks in flight per parser.
 const DEPTH: usize = 4;
@@ -95,6 +101,7 @@ pub fn parse_in_order<R: Read + Send>(
                 let mut own_lines = 0;
                 let mut block = Block::default();
                 let mut filled = 0u64;
+                let mut count = 0;
                 let summary = framer.frame_reader(reader, |line| {
                     if helpers(n) {
                         if block.bytes.capacity() == 0 {
@@ -112,8 +119,10 @@ pub fn parse_in_order<R: Read + Send>(
                         parsed.0.push(parse(&line, &mut parsed.1));
                     }
                     filled += line.pos.len;
-                    if filled >= BLOCK_BYTES {
+                    count += 1;
+                    if filled >= BLOCK_BYTES || count >= BLOCK_LINES {
                         filled = 0;
+                        count = 0;
                         if helpers(n) {
                             let (tx, _) = helper.get_or_insert_with(|| {
                                 let out = helper_tx.take().expect("the helper starts once");
@@ -212,11 +221,12 @@ mod tests {
     use super::*;
 
     /// Lines of every kind: messages (one with a non-UUID id), a bad line, a blank line, a
-    /// CRLF line, a kept entry with an unreadable field; then a torn tail.
-    fn transcript(lines: usize) -> Vec<u8> {
+    /// CRLF line, a kept entry with an unreadable field; then a torn tail. Lines are about
+    /// `pad` bytes long, give or take 100.
+    fn transcript(lines: usize, pad: usize) -> Vec<u8> {
         let mut out = Vec::new();
         for i in 0..lines {
-            let pad = "x".repeat(300 + i % 200);
+            let pad = "x".repeat(pad - 100 + i % 200);
             let line = match i % 7 {
                 0 => format!(
                     r#"{{"type":"user","uuid":"msg-{i}","parentUuid":null,"message":{{"role":"user","content":"{pad}"}}}}"#
@@ -270,12 +280,7 @@ mod tests {
 
     #[test]
     fn blocks_parsed_on_two_threads_arrive_in_file_order() {
-        let bytes = transcript(6_000);
-        assert!(
-            bytes.len() as u64 > 8 * BLOCK_BYTES,
-            "{} bytes",
-            bytes.len()
-        );
+        let bytes = transcript(6_000, 400);
         let (want, want_summary, want_names) = sequential(&bytes);
         let (got, summary, names, blocks) = staged(&bytes);
         assert!(
@@ -295,30 +300,36 @@ mod tests {
     #[test]
     fn every_cut_between_blocks_keeps_every_line() {
         // Around each block's end: the last block the framing thread's, the helper's with no
-        // helper yet, the helper's with one.
-        let line_len = transcript(7).len() as u64 / 7;
-        let around = BLOCK_BYTES / line_len;
-        for n in [
-            1,
-            2,
-            around - 1,
-            around,
-            around + 1,
-            2 * around,
-            2 * around + 3,
-            3 * around,
-        ] {
-            let bytes = transcript(usize::try_from(n).unwrap());
-            let (want, want_summary, want_names) = sequential(&bytes);
-            let (got, summary, names, _) = staged(&bytes);
-            assert_eq!(got, want, "{n} lines");
-            assert_eq!((summary, names), (want_summary, want_names), "{n} lines");
+        // helper yet, the helper's with one; blocks cut by line count (short lines) and by
+        // bytes (long ones).
+        for pad in [400, 4_000] {
+            let line_len = transcript(7, pad).len() / 7;
+            let around = (BLOCK_BYTES as usize / line_len).min(BLOCK_LINES);
+            for n in [
+                1,
+                2,
+                around - 1,
+                around,
+                around + 1,
+                2 * around,
+                2 * around + 3,
+                3 * around,
+            ] {
+                let bytes = transcript(n, pad);
+                let (want, want_summary, want_names) = sequential(&bytes);
+                let (got, summary, names, blocks) = staged(&bytes);
+                assert_eq!(got, want, "{n} lines of {pad}");
+                assert_eq!((summary, names), (want_summary, want_names), "{n} lines");
+                if n == 3 * around {
+                    assert!(blocks >= 3, "{n} lines of {pad} in {blocks} blocks");
+                }
+            }
         }
     }
 
     #[test]
     fn a_panic_while_storing_ends_the_parsers_instead_of_hanging() {
-        let bytes = transcript(6_000);
+        let bytes = transcript(6_000, 400);
         let (done_tx, done_rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
             let r = std::panic::catch_unwind(|| {
