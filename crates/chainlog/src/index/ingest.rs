@@ -324,7 +324,7 @@ pub fn catch_up(
         // many local updates, which read `ids` (so the edges are written before them).
         let changed = batch.structural || !batch.new_rows.is_empty();
         let derive_all = batch.structural || batch.new_rows.len() > INCREMENTAL_MAX_ROWS;
-        let mut project = || -> Result<(), IngestError> {
+        let project = || -> Result<(), IngestError> {
             update_fingerprint(txn, &file, &mut st, &hashed, summary.complete_len)
                 .map_err(named)?;
             st.indexed_len = summary.complete_len;
@@ -342,25 +342,7 @@ pub fn catch_up(
             }
             Ok(())
         };
-        match edges {
-            // The edges take longest (~2 ms for 3,000 rows, the derivation ~1): they stay on
-            // this thread, which does not wait for the other to start.
-            Some(edges) if changed && derive_all && edges.beside() => {
-                std::thread::scope(|scope| {
-                    let projecting = scope.spawn(project);
-                    let written = edges.write();
-                    match projecting.join() {
-                        Ok(projected) => projected.and(written.map_err(IngestError::from)),
-                        Err(panic) => std::panic::resume_unwind(panic),
-                    }
-                })?
-            }
-            Some(edges) => {
-                edges.write()?;
-                project()?;
-            }
-            None => project()?,
-        }
+        write_edges_and(edges, changed && derive_all, project)?;
     }
     txn.open_table(FILES)?
         .insert(key, encode(key.as_bytes(), &st).as_slice())?;
@@ -904,6 +886,33 @@ impl Tables<'_> {
 }
 
 /// Frames and stores the lines between `st.indexed_len` and `len`.
+/// Writes a first index's `edges`, if any, and runs `project` (the fingerprint and the
+/// projections): both at once on two threads when `beside` allows it and the edges are few
+/// enough ([`EDGES_BESIDE_MAX_ROWS`]), else the edges first.
+fn write_edges_and(
+    edges: Option<Edges<'_>>,
+    beside: bool,
+    project: impl FnOnce() -> Result<(), IngestError> + Send,
+) -> Result<(), IngestError> {
+    match edges {
+        // The edges take longest (~2 ms for 3,000 rows, the derivation ~1): they stay on this
+        // thread, which does not wait for the other to start.
+        Some(edges) if beside && edges.beside() => std::thread::scope(|scope| {
+            let projecting = scope.spawn(project);
+            let written = edges.write();
+            match projecting.join() {
+                Ok(projected) => projected.and(written.map_err(IngestError::from)),
+                Err(panic) => std::panic::resume_unwind(panic),
+            }
+        }),
+        Some(edges) => {
+            edges.write()?;
+            project()
+        }
+        None => project(),
+    }
+}
+
 /// A first index's edges come back unwritten ([`Edges`]).
 fn ingest_from<'t>(
     txn: &'t WriteTransaction,
@@ -975,17 +984,16 @@ fn ingest_from<'t>(
     if let Some(e) = failure {
         return Err(e.into());
     }
-    let edges = match tables.zero.take() {
-        Some(zero) => Some(Edges {
+    let edges = if let Some(zero) = tables.zero.take() {
+        Some(Edges {
             f: tables.f,
             ids_t: tables.ids,
             responses_t: tables.responses,
             zero,
-        }),
-        None => {
-            tables.flush()?;
-            None
-        }
+        })
+    } else {
+        tables.flush()?;
+        None
     };
     let mut names_t = txn.open_table(NAMES)?;
     for (id, text) in names.iter() {
