@@ -380,6 +380,16 @@ impl Store {
     }
 
     fn catch_up_in(db: &mut IndexDb, transcript: &Path) -> Result<(CatchUp, FileState)> {
+        Self::catch_up_with(db, transcript, |_| Ok(()))
+    }
+
+    /// [`Self::catch_up_in`], running `first` at the start of the catch-up's write
+    /// transaction (of each attempt), so what it writes commits with the catch-up.
+    fn catch_up_with(
+        db: &mut IndexDb,
+        transcript: &Path,
+        first: impl Fn(&redb::WriteTransaction) -> std::result::Result<(), redb::Error>,
+    ) -> Result<(CatchUp, FileState)> {
         let key = Self::key(transcript);
         let stat = Stat::of(transcript)?;
         // Fast path: nothing changed since the last catch-up (a stat, no write transaction).
@@ -394,6 +404,7 @@ impl Store {
             // that does found the index damaged.
             let done = open::isolate(|| {
                 let txn = db.begin_write().map_err(IngestError::from)?;
+                first(&txn)?;
                 let done = ingest::catch_up(&txn, &key, transcript)?;
                 txn.commit()?;
                 Ok(done)
@@ -503,16 +514,14 @@ impl Store {
             // The sidecar indexes no other transcript: a new file written from zero (keys in
             // order, nothing to compact) instead of deleting every row and compacting, which
             // cost a third as much as indexing again. The listing rows are carried over, when
-            // they read (a cache of a cache: a damaged table is left behind, not an error).
+            // they read (a cache of a cache: a damaged table is left behind, not an error),
+            // in the catch-up's transaction (one commit less).
             let listing = open::isolate(|| Carried::read(&txn)).and_then(std::result::Result::ok);
             drop(txn);
             db.recreate()?;
-            if let Some(listing) = listing {
-                let txn = db.begin_write().map_err(|e| db.err(e))?;
-                listing.restore(&txn).map_err(|e| db.err(e))?;
-                txn.commit().map_err(|e| db.err(e))?;
-            }
-            let (done, st) = Self::catch_up_in(&mut db, transcript)?;
+            let (done, st) = Self::catch_up_with(&mut db, transcript, |txn| {
+                listing.as_ref().map_or(Ok(()), |l| l.restore(txn))
+            })?;
             compact_after(&mut db, &done, &st);
             return Ok(done);
         }
