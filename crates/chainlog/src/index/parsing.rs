@@ -9,10 +9,11 @@
 //! bytes in order.
 //!
 //! # Design
-//! The framing thread cuts the framed lines into blocks of about [`BLOCK_BYTES`]. It parses
-//! one block in [`CYCLE`] itself, straight from the framer's buffer, and copies the others for
-//! a helper thread, started with the second block (a short catch-up starts no helper): reading
-//! and fingerprinting keep the framing thread as busy as the helper that way. Each parser
+//! The framing thread cuts the framed lines into blocks of about [`BLOCK_BYTES`] or
+//! [`BLOCK_LINES`], whichever comes first. It parses one block in [`CYCLE`] itself, straight
+//! from the framer's buffer, and copies the others for a helper thread, started with the
+//! second block (a short catch-up starts no helper): reading and fingerprinting keep the
+//! framing thread as busy as the helper that way. Each parser
 //! sends its parsed blocks through its own bounded channel; the caller takes each block from
 //! the channel of the parser that owns it, so the order is the file's and memory stays bounded
 //! by the channels' depth.
