@@ -625,10 +625,10 @@ proptest! {
 proptest! {
     #![proptest_config(config(2))]
 
-    /// Every feature on, over 2 MiB: a first index parses on both threads (the catch-up's
-    /// helper takes two blocks of up to 512 KiB in three, `index/parsing.rs`).
+    /// Every feature on, over 2 MiB: a first index of several blocks of up to 512 KiB, parsed
+    /// on three threads (`index/parsing.rs`), and its edges written beside the derivation.
     #[test]
-    fn every_feature_parsed_on_two_threads(seed in any::<u64>()) {
+    fn every_feature_parsed_on_three_threads(seed in any::<u64>()) {
         check_session(&GenOptions::everything(seed, 2_200_000))?;
     }
 }

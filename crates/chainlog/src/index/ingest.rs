@@ -952,8 +952,8 @@ fn ingest_from<'t>(
     );
     let mut hashing = HashingReader::new(reporting, st.indexed_len, &prefix);
     let framer = Framer::resume_at(st.indexed_len, st.lines).expecting(len - st.indexed_len);
-    // Framing and fingerprinting on one thread, parsing on two (`super::parsing`), storing on
-    // this one, in file order.
+    // Framing and fingerprinting on one thread, storing on this one in file order, parsing on
+    // whichever of the three is free (`super::parsing`).
     let mut failure: Option<redb::Error> = None;
     let parsed = super::parsing::parse_in_order(&framer, &mut hashing, |lines| {
         // After a failure keep draining, so the parsers never block.

@@ -1,27 +1,29 @@
-//! The parsing stage of a catch-up: new bytes framed on one thread, parsed on two, handed to
-//! the storing stage in file order.
+//! The parsing stage of a catch-up: new bytes framed on one thread, parsed by every thread that
+//! has nothing better to do, handed to the storing stage in file order.
 //!
 //! # Context
-//! Parsing is the build's critical path: the storing thread waits on it (a first index of a
-//! 10 MiB transcript spent ~100 M instructions framing, fingerprinting and parsing against
-//! ~20 M storing). Lines parse independently of each other, so the work splits by blocks of
-//! lines; only framing (line numbers, offsets, the torn tail) and fingerprinting must see the
-//! bytes in order.
+//! Parsing is the build's critical path: a first index of a 10 MiB transcript spent ~100 M
+//! instructions framing, fingerprinting and parsing against ~20 M storing. Lines parse
+//! independently of each other, so the work splits by blocks of lines; only framing (line
+//! numbers, offsets, the torn tail) and fingerprinting must see the bytes in order.
 //!
 //! # Design
-//! The framing thread cuts the framed lines into blocks of about [`BLOCK_BYTES`] or
-//! [`BLOCK_LINES`], whichever comes first. It parses one block in [`CYCLE`] itself, straight
-//! from the framer's buffer, and copies the others for a helper thread, started with the
-//! second block (a short catch-up starts no helper): reading and fingerprinting keep the
-//! framing thread as busy as the helper that way. Each parser
-//! sends its parsed blocks through its own bounded channel; the caller takes each block from
-//! the channel of the parser that owns it, so the order is the file's and memory stays bounded
-//! by the channels' depth.
+//! The framing thread copies the framed lines into blocks of about [`BLOCK_BYTES`] or
+//! [`BLOCK_LINES`], whichever comes first, and queues them. Three participants parse them, each
+//! taking the oldest queued block: a helper thread (started with the second block: a short
+//! catch-up starts none), the storing thread whenever the block it needs next is not parsed
+//! yet, and the framing thread whenever the queue is full (and, at the end, until it is empty).
+//! A block parsed by the thread that stores it crosses no thread; a storing or framing thread
+//! never sleeps while a block waits. (Before, the framing thread parsed one block in three and
+//! the helper the others while the storing thread waited on them: at 10 MiB it stored for
+//! ~2.7 ms and waited ~7.) At most [`IN_FLIGHT`] blocks are queued, being parsed or parsed and
+//! not stored, which bounds memory.
 //! Each block carries the names of the non-UUID ids it met, merged in file order by the caller:
 //! an id's name is its first spelling in the file, as the full scan keeps it.
 
+use std::collections::{BTreeMap, VecDeque};
 use std::io::Read;
-use std::sync::mpsc::{Receiver, Sender, SyncSender, sync_channel};
+use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 
 use crate::transcript::envelope::{Entry, LineProblem, parse_framed};
 use crate::transcript::frame::{FrameSummary, Framer, Line, LinePos};
@@ -43,25 +45,15 @@ const BLOCK_BYTES: u64 = 512 << 10;
 /// 64–67 MiB (over its 64 MiB bound; 52 MiB with one parsing thread), with 128 KiB at 53 MiB.
 const BLOCK_LINES: usize = 512;
 
-/// Parsed blocks in flight per parser.
-const DEPTH: usize = 4;
-
-/// Of every `CYCLE` blocks the framing thread parses the first, the helper the others (by
-/// hand on a 10 MiB first index, halves kept the framing thread busy 88 % of the parse and
-/// the helper 44 %).
-const CYCLE: usize = 3;
-
-/// Whether block `n` (from 0) is the helper's to parse.
-fn helpers(n: usize) -> bool {
-    !n.is_multiple_of(CYCLE)
-}
+/// Blocks queued, being parsed, or parsed and not yet stored, at most.
+const IN_FLIGHT: usize = 8;
 
 /// A block of parsed lines and the names of non-UUID ids first met in it.
 type ParsedBlock = (Vec<Parsed>, IdNames);
 
-/// Lines framed for the helper: their bytes back to back, and where each one lies in them.
-/// The helper hands each block back emptied, for the next one (no allocation, no page faults
-/// of fresh memory per block).
+/// Lines framed for parsing: their bytes back to back, and where each one lies in them.
+/// Parsed blocks come back emptied, for the next one (no allocation, no page faults of fresh
+/// memory per block).
 #[derive(Default)]
 struct Block {
     bytes: Vec<u8>,
@@ -73,7 +65,80 @@ impl Block {
         Block {
             // A block ends with the line that crosses `BLOCK_BYTES`: most fit with this room.
             bytes: Vec::with_capacity(BLOCK_BYTES as usize + (64 << 10)),
-            lines: Vec::new(),
+            lines: Vec::with_capacity(BLOCK_LINES),
+        }
+    }
+}
+
+/// What the three participants share, under one lock.
+#[derive(Default)]
+struct State {
+    /// Framed blocks nobody has taken, oldest first, with their numbers (from 0).
+    queued: VecDeque<(usize, Block)>,
+    /// Blocks being parsed.
+    parsing: usize,
+    /// Parsed blocks not yet stored, by number.
+    parsed: BTreeMap<usize, ParsedBlock>,
+    /// Emptied blocks, for the framing thread to fill again.
+    free: Vec<Block>,
+    /// How many blocks there are, once the framing thread has framed the last.
+    total: Option<usize>,
+    /// A participant panicked: the others stop waiting.
+    stopped: bool,
+}
+
+impl State {
+    fn in_flight(&self) -> usize {
+        self.queued.len() + self.parsing + self.parsed.len()
+    }
+}
+
+#[derive(Default)]
+struct Shared {
+    state: Mutex<State>,
+    /// Signalled on every change of `state`.
+    changed: Condvar,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn wait<'a>(&self, state: MutexGuard<'a, State>) -> MutexGuard<'a, State> {
+        self.changed
+            .wait(state)
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Parses the oldest queued block outside the lock or, with none queued, waits for a
+    /// change. Returns the lock again.
+    fn parse_or_wait<'a>(&'a self, mut state: MutexGuard<'a, State>) -> MutexGuard<'a, State> {
+        let Some((n, mut block)) = state.queued.pop_front() else {
+            return self.wait(state);
+        };
+        state.parsing += 1;
+        drop(state);
+        let parsed = parse_block(&block);
+        block.bytes.clear();
+        block.lines.clear();
+        let mut state = self.lock();
+        state.parsing -= 1;
+        state.parsed.insert(n, parsed);
+        state.free.push(block);
+        self.changed.notify_all();
+        state
+    }
+}
+
+/// Stops the others when the thread holding it unwinds, so none waits for it forever.
+struct StopOnPanic<'a>(&'a Shared);
+
+impl Drop for StopOnPanic<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.lock().stopped = true;
+            self.0.changed.notify_all();
         }
     }
 }
@@ -85,98 +150,107 @@ pub fn parse_in_order<R: Read + Send>(
     reader: &mut R,
     mut consume: impl FnMut(Vec<Parsed>),
 ) -> std::io::Result<(FrameSummary, IdNames)> {
+    let shared = Shared::default();
+    let shared = &shared;
     std::thread::scope(|scope| {
-        // Made inside the scope: if `consume` panics, the receivers are dropped before the
-        // scope waits for its threads, so a parser blocked on a full channel wakes and ends.
-        let (own_tx, own_rx) = sync_channel::<ParsedBlock>(DEPTH);
-        let (helper_tx, helper_rx) = sync_channel::<ParsedBlock>(DEPTH);
         let framing = named("chainlog-frame")
             .spawn_scoped(scope, move || {
-                let mut helper_tx = Some(helper_tx);
-                let mut helper: Option<(SyncSender<Block>, _)> = None;
-                let (recycle_tx, recycle_rx) = std::sync::mpsc::channel::<Block>();
-                let mut recycle_tx = Some(recycle_tx);
+                let _stop = StopOnPanic(shared);
+                let mut helper = None;
                 let mut n = 0;
-                let mut parsed: ParsedBlock = Default::default();
-                // Lines in the framing thread's last block: the next one's capacity.
-                let mut own_lines = 0;
-                let mut block = Block::default();
+                let mut block = Block::new();
                 let mut filled = 0u64;
-                let mut count = 0;
-                let summary = framer.frame_reader(reader, |line| {
-                    if helpers(n) {
-                        if block.bytes.capacity() == 0 {
-                            block = recycle_rx.try_recv().unwrap_or_else(|_| Block::new());
-                        }
-                        let start = block.bytes.len();
-                        block.bytes.extend_from_slice(line.bytes);
-                        block
-                            .lines
-                            .push((line.pos, start, block.bytes.len(), line.too_long));
-                    } else {
-                        if parsed.0.capacity() == 0 {
-                            parsed.0.reserve_exact(own_lines + own_lines / 4 + 16);
-                        }
-                        parsed.0.push(parse(&line, &mut parsed.1));
+                let mut queue = |block: &mut Block, n: &mut usize| {
+                    let mut state = shared.lock();
+                    // A full queue: parse instead of waiting.
+                    while state.in_flight() >= IN_FLIGHT && !state.stopped {
+                        state = shared.parse_or_wait(state);
                     }
+                    if state.stopped {
+                        // Nobody takes blocks any more: frame to the end without keeping them.
+                        block.bytes.clear();
+                        block.lines.clear();
+                        return;
+                    }
+                    let next = state.free.pop().unwrap_or_else(Block::new);
+                    state.queued.push_back((*n, std::mem::replace(block, next)));
+                    *n += 1;
+                    drop(state);
+                    shared.changed.notify_all();
+                    if *n == 2 && helper.is_none() {
+                        helper = Some(
+                            named("chainlog-parse")
+                                .spawn_scoped(scope, move || help(shared))
+                                .expect("a thread starts"),
+                        );
+                    }
+                };
+                let summary = framer.frame_reader(reader, |line| {
+                    let start = block.bytes.len();
+                    block.bytes.extend_from_slice(line.bytes);
+                    block
+                        .lines
+                        .push((line.pos, start, block.bytes.len(), line.too_long));
                     filled += line.pos.len;
-                    count += 1;
-                    if filled >= BLOCK_BYTES || count >= BLOCK_LINES {
+                    if filled >= BLOCK_BYTES || block.lines.len() >= BLOCK_LINES {
                         filled = 0;
-                        count = 0;
-                        if helpers(n) {
-                            let (tx, _) = helper.get_or_insert_with(|| {
-                                let out = helper_tx.take().expect("the helper starts once");
-                                let back = recycle_tx.take().expect("the helper starts once");
-                                let (tx, rx) = sync_channel::<Block>(DEPTH);
-                                let helper = named("chainlog-parse")
-                                    .spawn_scoped(scope, move || parse_blocks(&rx, &out, &back));
-                                (tx, helper.expect("a thread starts"))
-                            });
-                            let _ = tx.send(std::mem::take(&mut block));
-                        } else {
-                            own_lines = parsed.0.len();
-                            let _ = own_tx.send(std::mem::take(&mut parsed));
-                        }
-                        n += 1;
+                        queue(&mut block, &mut n);
                     }
                 });
-                // The last block, partly filled (the helper's with no helper yet is parsed here).
-                if !parsed.0.is_empty() {
-                    let _ = own_tx.send(parsed);
-                }
                 if !block.lines.is_empty() {
-                    if let Some((tx, _)) = &helper {
-                        let _ = tx.send(block);
-                    } else {
-                        let out = helper_tx.take().expect("no helper was started");
-                        let _ = out.send(parse_block(&block));
-                    }
+                    queue(&mut block, &mut n);
                 }
-                drop(own_tx);
-                drop(helper_tx);
-                if let Some((tx, handle)) = helper {
-                    drop(tx);
-                    if let Err(panic) = handle.join() {
-                        std::panic::resume_unwind(panic);
-                    }
+                let mut state = shared.lock();
+                state.total = Some(n);
+                shared.changed.notify_all();
+                // What is left queued, parsed here too.
+                while !state.stopped && !state.queued.is_empty() {
+                    state = shared.parse_or_wait(state);
+                }
+                drop(state);
+                if let Some(Err(panic)) = helper.map(std::thread::ScopedJoinHandle::join) {
+                    std::panic::resume_unwind(panic);
                 }
                 summary
             })
             .expect("a thread starts");
-        // Each block from its parser's channel; a parser that has ended has sent its last.
+        let stop = StopOnPanic(shared);
         let mut names = IdNames::default();
         for n in 0.. {
-            let rx: &Receiver<ParsedBlock> = if helpers(n) { &helper_rx } else { &own_rx };
-            let Ok((lines, met)) = rx.recv() else { break };
+            let mut state = shared.lock();
+            let block = loop {
+                if let Some(block) = state.parsed.remove(&n) {
+                    break Some(block);
+                }
+                if state.stopped || state.total.is_some_and(|total| n >= total) {
+                    break None;
+                }
+                state = shared.parse_or_wait(state);
+            };
+            drop(state);
+            let Some((lines, met)) = block else { break };
+            // Room in flight for the framing thread.
+            shared.changed.notify_all();
             names.merge(met);
             consume(lines);
         }
+        drop(stop);
         match framing.join() {
             Ok(summary) => summary.map(|s| (s, names)),
             Err(panic) => std::panic::resume_unwind(panic),
         }
     })
+}
+
+/// The helper: parses queued blocks until the framing thread has framed the last and none is
+/// left.
+fn help(shared: &Shared) {
+    let _stop = StopOnPanic(shared);
+    let mut state = shared.lock();
+    // Until stopped, or the last block is framed and none is left queued.
+    while !(state.stopped || state.queued.is_empty() && state.total.is_some()) {
+        state = shared.parse_or_wait(state);
+    }
 }
 
 fn named(name: &str) -> std::thread::Builder {
@@ -204,17 +278,6 @@ fn parse_block(block: &Block) -> ParsedBlock {
         })
         .collect();
     (lines, names)
-}
-
-/// The helper: parses the blocks it receives, in order, until the framing thread is done, and
-/// hands each one back emptied.
-fn parse_blocks(blocks: &Receiver<Block>, out: &SyncSender<ParsedBlock>, back: &Sender<Block>) {
-    for mut block in blocks {
-        let _ = out.send(parse_block(&block));
-        block.bytes.clear();
-        block.lines.clear();
-        let _ = back.send(block);
-    }
 }
 
 #[cfg(test)]
@@ -280,14 +343,11 @@ mod tests {
     }
 
     #[test]
-    fn blocks_parsed_on_two_threads_arrive_in_file_order() {
+    fn blocks_parsed_on_three_threads_arrive_in_file_order() {
         let bytes = transcript(6_000, 400);
         let (want, want_summary, want_names) = sequential(&bytes);
         let (got, summary, names, blocks) = staged(&bytes);
-        assert!(
-            blocks >= 8,
-            "the helper parsed every other block: {blocks} blocks"
-        );
+        assert!(blocks >= 8, "the blocks were shared out: {blocks} blocks");
         assert_eq!(got.len(), want.len());
         for (i, (g, w)) in got.iter().zip(&want).enumerate() {
             assert_eq!(g, w, "line {i}");
@@ -300,9 +360,8 @@ mod tests {
 
     #[test]
     fn every_cut_between_blocks_keeps_every_line() {
-        // Around each block's end: the last block the framing thread's, the helper's with no
-        // helper yet, the helper's with one; blocks cut by line count (short lines) and by
-        // bytes (long ones).
+        // Around each block's end: one block, the second (which starts the helper), many;
+        // blocks cut by line count (short lines) and by bytes (long ones).
         for pad in [400, 4_000] {
             let line_len = transcript(7, pad).len() / 7;
             let around = (BLOCK_BYTES as usize / line_len).min(BLOCK_LINES);
