@@ -368,6 +368,11 @@ fn peak_rss_kib(args: &[&str]) -> (u64, Output) {
 
 const MEMORY_BOUND_KIB: u64 = 256 << 10;
 
+/// What a process may hold with one line of up to 128 MiB: the framer's buffer grows to it
+/// once (140–148 MB measured); a copy of a 100 MB line beside it (as when the parsing stage
+/// copied every line into its blocks) peaked at 250 MB.
+const LONG_LINE_BOUND_KIB: u64 = 192 << 10;
+
 /// A first index holds a small record per message while it derives the projections, and
 /// redb's dirty pages are written out past a bounded cache: 150,000 messages (40 MB, in
 /// conversations of 100 so that the resume view `index` prepares is short) are indexed and
@@ -567,7 +572,7 @@ fn memory_does_not_follow_the_longest_line() {
             let (kib, o) = peak_rss_kib(args);
             let err = String::from_utf8_lossy(&o.stderr);
             assert!(o.status.success(), "{args:?}: {err}");
-            assert!(kib < MEMORY_BOUND_KIB, "{args:?} peaked at {kib} KiB");
+            assert!(kib < LONG_LINE_BOUND_KIB, "{args:?} peaked at {kib} KiB");
         }
         let o = chainlog(&[
             "--index-dir",

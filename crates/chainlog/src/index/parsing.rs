@@ -13,11 +13,12 @@
 //! taking the oldest queued block: a helper thread (started with the second block: a short
 //! catch-up starts none), the storing thread whenever the block it needs next is not parsed
 //! yet, and the framing thread whenever the queue is full (and, at the end, until it is empty).
-//! A block parsed by the thread that stores it crosses no thread; a storing or framing thread
-//! never sleeps while a block waits. (Before, the framing thread parsed one block in three and
-//! the helper the others while the storing thread waited on them: at 10 MiB it stored for
-//! ~2.7 ms and waited ~7.) At most [`IN_FLIGHT`] blocks are queued, being parsed or parsed and
-//! not stored, which bounds memory.
+//! A line as long as a block is a block of its own, parsed by the framing thread where it lies
+//! (a copy of a 100 MB line would double what it costs). A block parsed by the thread that
+//! stores it crosses no thread; a storing or framing thread never sleeps while a block waits.
+//! (Before, the framing thread parsed one block in three and the helper the others while the
+//! storing thread waited on them: at 10 MiB it stored for ~2.7 ms and waited ~7.) At most
+//! [`IN_FLIGHT`] blocks are queued, being parsed or parsed and not stored, which bounds memory.
 //! Each block carries the names of the non-UUID ids it met, merged in file order by the caller:
 //! an id's name is its first spelling in the file, as the full scan keeps it.
 
@@ -160,7 +161,8 @@ pub fn parse_in_order<R: Read + Send>(
                 let mut n = 0;
                 let mut block = Block::new();
                 let mut filled = 0u64;
-                let mut queue = |block: &mut Block, n: &mut usize| {
+                // Queues `block`, or `parsed` when the framing thread parsed the lines itself.
+                let mut queue = |block: &mut Block, parsed: Option<ParsedBlock>, n: &mut usize| {
                     let mut state = shared.lock();
                     // A full queue: parse instead of waiting.
                     while state.in_flight() >= IN_FLIGHT && !state.stopped {
@@ -172,8 +174,12 @@ pub fn parse_in_order<R: Read + Send>(
                         block.lines.clear();
                         return;
                     }
-                    let next = state.free.pop().unwrap_or_else(Block::new);
-                    state.queued.push_back((*n, std::mem::replace(block, next)));
+                    if let Some(parsed) = parsed {
+                        state.parsed.insert(*n, parsed);
+                    } else {
+                        let next = state.free.pop().unwrap_or_else(Block::new);
+                        state.queued.push_back((*n, std::mem::replace(block, next)));
+                    }
                     *n += 1;
                     drop(state);
                     shared.changed.notify_all();
@@ -186,6 +192,18 @@ pub fn parse_in_order<R: Read + Send>(
                     }
                 };
                 let summary = framer.frame_reader(reader, |line| {
+                    if line.bytes.len() as u64 >= BLOCK_BYTES {
+                        // A line as long as a block is a block of its own, parsed where it lies:
+                        // a copy would double the memory a 100 MB line takes.
+                        if !block.lines.is_empty() {
+                            queue(&mut block, None, &mut n);
+                        }
+                        let mut names = IdNames::default();
+                        let own = vec![parse(&line, &mut names)];
+                        queue(&mut block, Some((own, names)), &mut n);
+                        filled = 0;
+                        return;
+                    }
                     let start = block.bytes.len();
                     block.bytes.extend_from_slice(line.bytes);
                     block
@@ -194,11 +212,11 @@ pub fn parse_in_order<R: Read + Send>(
                     filled += line.pos.len;
                     if filled >= BLOCK_BYTES || block.lines.len() >= BLOCK_LINES {
                         filled = 0;
-                        queue(&mut block, &mut n);
+                        queue(&mut block, None, &mut n);
                     }
                 });
                 if !block.lines.is_empty() {
-                    queue(&mut block, &mut n);
+                    queue(&mut block, None, &mut n);
                 }
                 let mut state = shared.lock();
                 state.total = Some(n);
@@ -385,6 +403,24 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn lines_longer_than_a_block_are_kept_in_order() {
+        // Short lines around lines of more than a block, which the framing thread parses where
+        // they lie, alone or back to back.
+        let short = transcript(2_000, 400);
+        let long = transcript(7, BLOCK_BYTES as usize + 200);
+        let mut bytes = Vec::new();
+        for part in [&short, &long, &long, &short] {
+            let end = part.iter().rposition(|&b| b == b'\n').unwrap() + 1;
+            bytes.extend_from_slice(&part[..end]);
+        }
+        let (want, want_summary, want_names) = sequential(&bytes);
+        let (got, summary, names, blocks) = staged(&bytes);
+        assert_eq!(got, want);
+        assert_eq!((summary, names), (want_summary, want_names));
+        assert!(blocks >= 12, "each long line a block: {blocks} blocks");
     }
 
     #[test]
