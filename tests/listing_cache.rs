@@ -56,6 +56,54 @@ fn second_listing_reads_no_transcript_and_answers_the_same() {
     cache.flush().unwrap();
 }
 
+/// Runs `chainlog` on the claude dir `claude` with sidecars in `index`; returns its stdout.
+fn run_in(claude: &std::path::Path, index: &std::path::Path, args: &[&str]) -> Vec<u8> {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_chainlog"))
+        .args(args)
+        .arg("--claude-dir")
+        .arg(claude)
+        .arg("--index-dir")
+        .arg(index)
+        .current_dir(claude)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
+/// The sidecars `chainlog index` created are left as small as a compaction makes them: the
+/// commits of the listing rows and the views after the catch-ups left no holes behind.
+#[test]
+fn sidecars_index_created_are_left_compacted() {
+    let tmp = tempfile::tempdir().unwrap();
+    util::copy_real_sessions(tmp.path());
+    let index = tmp.path().join("index");
+    run_in(tmp.path(), &index, &["index"]);
+    let sidecars = util::files_ending(&index, ".redb");
+    assert_eq!(sidecars.len(), 3, "{sidecars:?}");
+    for sidecar in sidecars {
+        let left = std::fs::metadata(&sidecar).unwrap().len();
+        // A copy compacted by redb, opened as chainlog opens it, and closed.
+        let copy = tmp.path().join("copy.redb");
+        std::fs::copy(&sidecar, &copy).unwrap();
+        let mut b = redb::Builder::new();
+        b.set_concurrency_mode(redb::ConcurrencyMode::MultiWriter);
+        let mut db = b.open(&copy).unwrap();
+        db.compact().unwrap();
+        drop(db);
+        let compacted = std::fs::metadata(&copy).unwrap().len();
+        assert!(
+            left <= compacted,
+            "{}: {left} bytes, {compacted} compacted",
+            sidecar.display()
+        );
+    }
+}
+
 /// `chainlog index` fills the listing table: the first listing after it reads no transcript
 /// (every row answers), and `ls --json` prints what a listing from full scans prints.
 #[test]
@@ -63,23 +111,7 @@ fn listing_after_index_reads_no_transcript() {
     let tmp = tempfile::tempdir().unwrap();
     let copies = util::copy_real_sessions(tmp.path());
     let index = tmp.path().join("index");
-    let run = |args: &[&str]| {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_chainlog"))
-            .args(args)
-            .arg("--claude-dir")
-            .arg(tmp.path())
-            .arg("--index-dir")
-            .arg(&index)
-            .current_dir(tmp.path())
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        out.stdout
-    };
+    let run = |args: &[&str]| run_in(tmp.path(), &index, args);
     run(&["index"]);
 
     let store = Store::new(&index);

@@ -166,6 +166,8 @@ pub fn run(cli: &Cli, a: &PathsArgs, verb: Verb, out: &mut impl Write) -> CliRes
             eprintln!("chainlog: listing: {e}");
         }
         store.prepare_views(&files);
+        // Then the sidecars this run created give back the pages those commits replaced.
+        store.compact_created();
     }
     if !cli.json {
         let what = match verb {

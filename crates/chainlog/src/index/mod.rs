@@ -165,6 +165,8 @@ pub struct Store {
     pub(crate) claude_dir: Option<PathBuf>,
     /// Sidecars whose lock another process held past [`wait::LOCK_WAIT`]: not waited on again.
     busy: Arc<Mutex<HashSet<PathBuf>>>,
+    /// Sidecars [`Store::catch_up_all`] created, for [`Store::compact_created`].
+    created: Arc<Mutex<HashSet<PathBuf>>>,
 }
 
 impl Store {
@@ -174,6 +176,7 @@ impl Store {
             index_dir: index_dir.into(),
             claude_dir: None,
             busy: Arc::default(),
+            created: Arc::default(),
         }
     }
 
@@ -304,6 +307,34 @@ impl Store {
             .collect()
     }
 
+    /// Compacts the sidecars that [`Store::catch_up_all`] created and that are still smaller than
+    /// 1 MiB, once everything meant for them is written: `chainlog index` calls it after the
+    /// catch-ups, the listing rows and the resume views, each of which committed and left the
+    /// pages it replaced as holes (the real transcripts' one-session projects: 100 KiB each,
+    /// 84 KiB compacted). Best effort: a sidecar another process holds is left as it is.
+    /// Returns how many were compacted.
+    pub fn compact_created(&self) -> usize {
+        let created: Vec<PathBuf> = self
+            .created
+            .lock()
+            .map(|mut c| c.drain().collect())
+            .unwrap_or_default();
+        let mut compacted = 0;
+        for db_path in created {
+            let small = std::fs::metadata(&db_path).is_ok_and(|m| m.len() < COMPACT_SMALL_BELOW);
+            if !small || self.is_busy(&db_path) {
+                continue;
+            }
+            let done = wait::bounded(move || {
+                let mut db = IndexDb::open(&db_path)?;
+                db.compact();
+                Ok::<_, Error>(())
+            });
+            compacted += usize::from(matches!(done, Some(Ok(()))));
+        }
+        compacted
+    }
+
     /// The positions of `transcripts` grouped by sidecar, groups in order of first appearance
     /// (a linear search over the sidecars seen: a `~/.claude` has tens of projects).
     fn by_sidecar(&self, transcripts: &[PathBuf]) -> Vec<(PathBuf, Vec<usize>)> {
@@ -341,6 +372,11 @@ impl Store {
         if out.iter().any(Option::is_none) {
             match IndexDb::open(&db_path) {
                 Ok(mut db) => {
+                    if db.created
+                        && let Ok(mut created) = self.created.lock()
+                    {
+                        created.insert(db_path.clone());
+                    }
                     for (t, r) in paths.iter().zip(out.iter_mut()) {
                         if r.is_none() {
                             *r = Some(Self::catch_up_in(&mut db, t).map(|(done, st)| {
