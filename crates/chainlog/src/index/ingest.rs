@@ -885,7 +885,6 @@ impl Tables<'_> {
     }
 }
 
-/// Frames and stores the lines between `st.indexed_len` and `len`.
 /// Writes a first index's `edges`, if any, and runs `project` (the fingerprint and the
 /// projections): both at once on two threads when `beside` allows it and the edges are few
 /// enough ([`EDGES_BESIDE_MAX_ROWS`]), else the edges first.
@@ -913,7 +912,8 @@ fn write_edges_and(
     }
 }
 
-/// A first index's edges come back unwritten ([`Edges`]).
+/// Frames and stores the lines between `st.indexed_len` and `len`. A first index's edges come
+/// back unwritten ([`Edges`]).
 fn ingest_from<'t>(
     txn: &'t WriteTransaction,
     file: &File,

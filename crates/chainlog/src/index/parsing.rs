@@ -130,6 +130,15 @@ impl Shared {
         self.changed.notify_all();
         state
     }
+
+    /// Parses queued blocks until stopped, or until the last block is framed and none is left
+    /// queued (the helper throughout, the framing thread once it has framed the last).
+    fn parse_rest(&self) {
+        let mut state = self.lock();
+        while !(state.stopped || state.queued.is_empty() && state.total.is_some()) {
+            state = self.parse_or_wait(state);
+        }
+    }
 }
 
 /// Stops the others when the thread holding it unwinds, so none waits for it forever.
@@ -218,14 +227,10 @@ pub fn parse_in_order<R: Read + Send>(
                 if !block.lines.is_empty() {
                     queue(&mut block, None, &mut n);
                 }
-                let mut state = shared.lock();
-                state.total = Some(n);
+                shared.lock().total = Some(n);
                 shared.changed.notify_all();
                 // What is left queued, parsed here too.
-                while !state.stopped && !state.queued.is_empty() {
-                    state = shared.parse_or_wait(state);
-                }
-                drop(state);
+                shared.parse_rest();
                 if let Some(Err(panic)) = helper.map(std::thread::ScopedJoinHandle::join) {
                     std::panic::resume_unwind(panic);
                 }
@@ -264,11 +269,7 @@ pub fn parse_in_order<R: Read + Send>(
 /// left.
 fn help(shared: &Shared) {
     let _stop = StopOnPanic(shared);
-    let mut state = shared.lock();
-    // Until stopped, or the last block is framed and none is left queued.
-    while !(state.stopped || state.queued.is_empty() && state.total.is_some()) {
-        state = shared.parse_or_wait(state);
-    }
+    shared.parse_rest();
 }
 
 fn named(name: &str) -> std::thread::Builder {
