@@ -278,7 +278,8 @@ impl Store {
     /// is closed once, so the open and close that a catch-up costs are paid once per project
     /// (`chainlog index`). The results come in the order given; `done` is called after each
     /// transcript, sidecar by sidecar (in the order given when each project's transcripts are
-    /// given together, as sorted paths are).
+    /// given together, as sorted paths are). A sidecar it creates is not compacted after each
+    /// transcript: call [`Store::compact_created`] once everything meant for it is written.
     pub fn catch_up_all(
         &self,
         transcripts: &[PathBuf],
@@ -308,10 +309,13 @@ impl Store {
     }
 
     /// Compacts the sidecars that [`Store::catch_up_all`] created and that are still smaller than
-    /// 1 MiB, once everything meant for them is written: `chainlog index` calls it after the
+    /// 1 MiB (as [`compact_after`] keeps for a sidecar that holds more than one commit), once
+    /// everything meant for them is written: `chainlog index` calls it after the
     /// catch-ups, the listing rows and the resume views, each of which committed and left the
     /// pages it replaced as holes (the real transcripts' one-session projects: 100 KiB each,
-    /// 84 KiB compacted). Best effort: a sidecar another process holds is left as it is.
+    /// 84 KiB compacted). One compaction per sidecar instead of one after each of its
+    /// transcripts and one at the end (a fresh `chainlog index` of the real three-session
+    /// project, by hand: 0.6–1.5 ms less of ~17 ms). Best effort: a sidecar another process holds is left as it is.
     /// Returns how many were compacted.
     pub fn compact_created(&self) -> usize {
         let created: Vec<PathBuf> = self
@@ -380,7 +384,10 @@ impl Store {
                     for (t, r) in paths.iter().zip(out.iter_mut()) {
                         if r.is_none() {
                             *r = Some(Self::catch_up_in(&mut db, t).map(|(done, st)| {
-                                compact_after(&mut db, &done, &st);
+                                // A created sidecar waits for `compact_created`.
+                                if !db.created {
+                                    compact_after(&mut db, &done, &st);
+                                }
                                 done
                             }));
                         }
