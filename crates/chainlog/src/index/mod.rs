@@ -309,13 +309,13 @@ impl Store {
     }
 
     /// Compacts the sidecars that [`Store::catch_up_all`] created and that are still smaller than
-    /// 1 MiB (as [`compact_after`] keeps for a sidecar that holds more than one commit), once
-    /// everything meant for them is written: `chainlog index` calls it after the
-    /// catch-ups, the listing rows and the resume views, each of which committed and left the
-    /// pages it replaced as holes (the real transcripts' one-session projects: 100 KiB each,
-    /// 84 KiB compacted). One compaction per sidecar instead of one after each of its
-    /// transcripts and one at the end (a fresh `chainlog index` of the real three-session
-    /// project, by hand: 0.6–1.5 ms less of ~17 ms). Best effort: a sidecar another process holds is left as it is.
+    /// 1 MiB (a catch-up's limit for a sidecar holding more than one commit), once everything
+    /// meant for them is written: `chainlog index` calls it after the catch-ups, the listing
+    /// rows and the resume views, each of which committed and left the pages it replaced as
+    /// holes (the real transcripts' one-session projects: 100 KiB each, 84 KiB compacted). One
+    /// compaction per sidecar instead of one after each of its transcripts and one at the end
+    /// (a fresh `chainlog index` of the real three-session project, by hand: 0.6–1.5 ms less of
+    /// ~17 ms). Best effort: a sidecar another process holds is left as it is.
     /// Returns how many were compacted.
     pub fn compact_created(&self) -> usize {
         let created: Vec<PathBuf> = self
