@@ -78,6 +78,62 @@ pub fn read_opt_id(bytes: &[u8]) -> Result<Option<crate::transcript::id::Id>, ()
     }
 }
 
+/// Appends `n` as an LEB128 varint (1 byte below 128, 2 below 16,384, ...).
+pub fn put_uvar(out: &mut Vec<u8>, n: u64) {
+    let mut b = [0; 10];
+    let len = integer_encoding::VarInt::encode_var(n, &mut b);
+    out.extend_from_slice(&b[..len]);
+}
+
+/// Appends `n` as a zigzag LEB128 varint (small magnitudes of either sign take a byte).
+pub fn put_svar(out: &mut Vec<u8>, n: i64) {
+    let mut b = [0; 10];
+    let len = integer_encoding::VarInt::encode_var(n, &mut b);
+    out.extend_from_slice(&b[..len]);
+}
+
+/// The unread rest of a value in one of the index's own layouts: every read is `None` past
+/// its end, so a value cut short decodes to nothing rather than to a wrong answer.
+pub struct Reader<'a>(pub &'a [u8]);
+
+impl Reader<'_> {
+    /// The next `N` bytes.
+    pub fn take<const N: usize>(&mut self) -> Option<[u8; N]> {
+        let (head, rest) = self.0.split_first_chunk::<N>()?;
+        self.0 = rest;
+        Some(*head)
+    }
+
+    /// The next byte.
+    pub fn byte(&mut self) -> Option<u8> {
+        self.take::<1>().map(|[b]| b)
+    }
+
+    /// The next 16 bytes as an id.
+    pub fn id(&mut self) -> Option<crate::transcript::id::Id> {
+        self.take().map(crate::transcript::id::Id)
+    }
+
+    /// The next [`put_uvar`] integer.
+    pub fn uvar(&mut self) -> Option<u64> {
+        let (n, len) = <u64 as integer_encoding::VarInt>::decode_var(self.0)?;
+        self.0 = &self.0[len..];
+        Some(n)
+    }
+
+    /// The next [`put_svar`] integer.
+    pub fn svar(&mut self) -> Option<i64> {
+        let (n, len) = <i64 as integer_encoding::VarInt>::decode_var(self.0)?;
+        self.0 = &self.0[len..];
+        Some(n)
+    }
+
+    /// Whether every byte was read.
+    pub fn is_done(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -8,13 +8,16 @@
 //! parent checks of `query` catch), and a first index inserts one key per id.
 //!
 //! ```text
-//! row + 1 (0: no row has this id) u32 | children, ascending, u32 each | CRC-32
+//! row + 1 (0: no row has this id) | children, ascending, each as its difference to the one
+//! before (the first: to the row, or to 0) | CRC-32
 //! ```
 //!
-//! `responses` values have the same shape for one `message.id` hash: the assistant rows of
-//! that response, ascending (they were `msg_ids` keys with a `counts` entry per response).
+//! The numbers are LEB128 varints: a message's first child is most often the next row, so an
+//! entry is 6 to 8 bytes where `u32`s took 12. `responses` values have the same shape for one
+//! `message.id` hash: the assistant rows of that response, ascending, the first one's
+//! difference to 0 (they were `msg_ids` keys with a `counts` entry per response).
 
-use super::codec::{id_key, key_of, tag, untag};
+use super::codec::{Reader, id_key, key_of, put_uvar, tag, untag};
 
 /// The `ids` table, open for reading.
 pub type ReadIds = redb::ReadOnlyTable<(u32, [u8; 16]), &'static [u8]>;
@@ -43,53 +46,63 @@ fn key(f: u32, id: [u8; 16]) -> [u8; 21] {
 
 /// Encodes the entry of `id` in file `f`.
 pub fn encode(f: u32, id: [u8; 16], e: &IdEntry) -> Vec<u8> {
-    let mut out = Vec::with_capacity(4 * (1 + e.children.len()) + 4);
+    let mut out = Vec::with_capacity(2 * (1 + e.children.len()) + 4);
     // A row's position is below `FileState::rows`, a `u32`: one more fits.
-    out.extend_from_slice(&e.seq.map_or(0, |s| s + 1).to_le_bytes());
-    for c in &e.children {
-        out.extend_from_slice(&c.to_le_bytes());
-    }
+    put_uvar(&mut out, u64::from(e.seq.map_or(0, |s| s + 1)));
+    put_ascending(&mut out, e.seq.unwrap_or(0), &e.children);
     tag(&key(f, id), out)
 }
 
 /// Decodes an entry written by [`encode`] for `id` in file `f`; `None` when the checksum or
 /// the layout is wrong (children out of order included).
 pub fn decode(f: u32, id: [u8; 16], bytes: &[u8]) -> Option<IdEntry> {
-    let mut words = words(untag(&key(f, id), bytes)?)?;
-    if words.is_empty() {
-        return None;
-    }
-    let seq = words.remove(0).checked_sub(1);
+    let mut r = Reader(untag(&key(f, id), bytes)?);
+    let seq = u32::try_from(r.uvar()?).ok()?.checked_sub(1);
     let e = IdEntry {
         seq,
-        children: words,
+        children: read_ascending(r, seq.unwrap_or(0))?,
     };
-    (e.children.is_sorted_by(|a, b| a < b) && !e.is_empty()).then_some(e)
+    (!e.is_empty()).then_some(e)
 }
 
 /// Encodes the assistant rows of response `mid` in file `f` (ascending).
 pub fn encode_response(f: u32, mid: u64, rows: &[u32]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(4 * rows.len() + 4);
-    for r in rows {
-        out.extend_from_slice(&r.to_le_bytes());
-    }
+    let mut out = Vec::with_capacity(2 * rows.len() + 4);
+    put_ascending(&mut out, 0, rows);
     tag(&key_of(f, mid), out)
 }
 
 /// Decodes the rows written by [`encode_response`] for response `mid` in file `f`; `None` when
 /// the checksum or the layout is wrong (empty, or rows out of order).
 pub fn decode_response(f: u32, mid: u64, bytes: &[u8]) -> Option<Vec<u32>> {
-    let rows = words(untag(&key_of(f, mid), bytes)?)?;
-    (!rows.is_empty() && rows.is_sorted_by(|a, b| a < b)).then_some(rows)
+    let rows = read_ascending(Reader(untag(&key_of(f, mid), bytes)?), 0)?;
+    (!rows.is_empty()).then_some(rows)
 }
 
-/// A body of little-endian `u32`s.
-fn words(body: &[u8]) -> Option<Vec<u32>> {
-    body.len().is_multiple_of(4).then(|| {
-        body.chunks_exact(4)
-            .map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]]))
-            .collect()
-    })
+/// Appends `rows` (ascending) as differences, the first one's to `base`; wrapping, so rows
+/// out of order are written too (and refused by [`read_ascending`]).
+fn put_ascending(out: &mut Vec<u8>, base: u32, rows: &[u32]) {
+    let mut prev = base;
+    for &r in rows {
+        put_uvar(out, u64::from(r.wrapping_sub(prev)));
+        prev = r;
+    }
+}
+
+/// The rest of `r` read as [`put_ascending`] wrote it; `None` when the rows are not strictly
+/// ascending.
+fn read_ascending(mut r: Reader<'_>, base: u32) -> Option<Vec<u32>> {
+    let mut rows: Vec<u32> = Vec::new();
+    let mut prev = base;
+    while !r.is_done() {
+        let row = prev.wrapping_add(u32::try_from(r.uvar()?).ok()?);
+        if rows.last().is_some_and(|&last| row <= last) {
+            return None;
+        }
+        rows.push(row);
+        prev = row;
+    }
+    Some(rows)
 }
 
 #[cfg(test)]

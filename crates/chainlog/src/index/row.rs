@@ -1,6 +1,6 @@
 //! The stored layout of a message row (a `rows` value): the parts every row has at fixed
 //! places, the optional ones where a presence byte says, then the line's position as
-//! `MessagePack` integers and the CRC-32 of [`super::codec::tag`].
+//! LEB128 varints and the CRC-32 of [`super::codec::tag`].
 //!
 //! `rmp-serde` wrote a row as a `MessagePack` array: a type byte per field, 9 bytes for each
 //! 64-bit value (timestamp, response id, session hash), one byte per absent option; 100 bytes a
@@ -13,10 +13,10 @@
 //! ```text
 //! presence u8 | kind u8 (high bit: the tool's assistant is the parent) | flags u16 | uuid [16] | parent [16]? | timestamp i48 or i64
 //! | message.id hash u64? | session u8 or u64 | logicalParentUuid [16]? | sourceToolAssistantUUID [16]?
-//! | preserved segment [48]? | snip removals: count, [16] each? | line, offset, length | CRC-32
+//! | preserved segment [48]? | snip removals: count, [16] each? | line, offset, length (LEB128) | CRC-32
 //! ```
 
-use super::codec::{tag, untag};
+use super::codec::{Reader, put_uvar, tag, untag};
 use super::schema::FileState;
 use crate::chain::scan::MessageRow;
 use crate::transcript::envelope::{Flags, Kind, MessageHead, Segment};
@@ -103,13 +103,13 @@ pub fn encode(st: &mut FileState, key: &[u8], row: &MessageRow) -> Vec<u8> {
         }
     }
     if !h.snip_removed.is_empty() {
-        write_uint(&mut out, h.snip_removed.len() as u64);
+        put_uvar(&mut out, h.snip_removed.len() as u64);
         for id in &h.snip_removed {
             out.extend_from_slice(&id.0);
         }
     }
     for n in [row.pos.line, row.pos.offset, row.pos.len] {
-        write_uint(&mut out, n);
+        put_uvar(&mut out, n);
     }
     tag(key, out)
 }
@@ -168,7 +168,7 @@ pub fn decode(st: &FileState, key: &[u8], bytes: &[u8]) -> Option<MessageRow> {
     let snip_removed = if presence & SNIP == 0 {
         Vec::new()
     } else {
-        let n = usize::try_from(r.uint()?).ok()?;
+        let n = usize::try_from(r.uvar()?).ok()?;
         // Each removal takes 16 bytes: a count past the value is damage, not an allocation.
         if n == 0 || n > r.0.len() / 16 {
             return None;
@@ -176,11 +176,11 @@ pub fn decode(st: &FileState, key: &[u8], bytes: &[u8]) -> Option<MessageRow> {
         (0..n).map(|_| r.id()).collect::<Option<Vec<Id>>>()?
     };
     let pos = LinePos {
-        line: r.uint()?,
-        offset: r.uint()?,
-        len: r.uint()?,
+        line: r.uvar()?,
+        offset: r.uvar()?,
+        len: r.uvar()?,
     };
-    if !r.0.is_empty() {
+    if !r.is_done() {
         return None;
     }
     let head = MessageHead {
@@ -197,34 +197,6 @@ pub fn decode(st: &FileState, key: &[u8], bytes: &[u8]) -> Option<MessageRow> {
         snip_removed,
     };
     Some(MessageRow { head, pos })
-}
-
-/// A `MessagePack` unsigned integer (1 to 9 bytes by size).
-fn write_uint(out: &mut Vec<u8>, n: u64) {
-    rmp::encode::write_uint(out, n).expect("writing to a Vec does not fail");
-}
-
-/// The unread rest of a value.
-struct Reader<'a>(&'a [u8]);
-
-impl Reader<'_> {
-    fn take<const N: usize>(&mut self) -> Option<[u8; N]> {
-        let (head, rest) = self.0.split_first_chunk::<N>()?;
-        self.0 = rest;
-        Some(*head)
-    }
-
-    fn byte(&mut self) -> Option<u8> {
-        self.take::<1>().map(|[b]| b)
-    }
-
-    fn id(&mut self) -> Option<Id> {
-        self.take().map(Id)
-    }
-
-    fn uint(&mut self) -> Option<u64> {
-        rmp::decode::read_int(&mut self.0).ok()
-    }
 }
 
 #[cfg(test)]

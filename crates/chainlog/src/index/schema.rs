@@ -22,7 +22,7 @@
 //! | `forward` | (file, uuid) | () | ids named (snip, preserved segment, parent) before any row had them |
 //! | `listing` | path | header + bytes | what `ls` shows of a session, with the stat it is valid for (`catalog::cache`) |
 //! | `sidechains` | (file, seq) | () | rows of `isSidechain` messages (inline sub-agents), counted in [`FileState::sidechain_rows`] |
-//! | `view` | (file, n) | head, then blocks of fixed link records | the materialised resume view ([`super::view`]) |
+//! | `view` | (file, n) | head, then blocks of link records | the materialised resume view ([`super::view`]) |
 
 use redb::TableDefinition;
 
@@ -66,7 +66,10 @@ use redb::TableDefinition;
 /// - 15: chunk fingerprints (`chunks`, `FileState::tail_hash`) are XXH3-128 and the 64-bit
 ///   hashes of message, session and tool ids (`hash64`) XXH3-64, instead of truncated
 ///   blake3: blake3 was a sixth of the parsing thread of a first index.
-pub const INDEX_SCHEMA_VERSION: u32 = 15;
+/// - 16: varints: a `view` link is written as its difference to the link before it (~22
+///   bytes on a chain instead of 74), `ids` and `responses` rows as differences (6 to 8 bytes
+///   an id instead of 12), a row's line position as LEB128.
+pub const INDEX_SCHEMA_VERSION: u32 = 16;
 
 /// The lowest and highest 16-byte ids, for range scans over one file's rows.
 pub const ID_FIRST: [u8; 16] = [0; 16];
