@@ -226,7 +226,7 @@ pub fn drop_file_rows(txn: &WriteTransaction, f: u32) -> Result<(), redb::Error>
     txn.open_table(FORWARD)?
         .retain_in((f, ZERO)..=(f, MAX), |_, ()| false)?;
     txn.open_table(SIDECHAINS)?
-        .retain_in((f, 0)..=(f, u32::MAX), |_, ()| false)?;
+        .retain_in((f, 0)..=(f, u32::MAX), |_, _| false)?;
     super::derive::clear(txn, f)?;
     super::view::clear(txn, f)?;
     Ok(())
@@ -457,7 +457,7 @@ struct Tables<'t> {
     progress: redb::Table<'t, (u32, [u8; 16]), &'static [u8]>,
     forward: redb::Table<'t, (u32, [u8; 16]), ()>,
     bad: redb::Table<'t, (u32, u64), &'static [u8]>,
-    sidechains: redb::Table<'t, (u32, u32), ()>,
+    sidechains: super::sidechains::Runs<'t>,
     /// Changes of `ids` (a new message's row, a parent's new and removed children) and of
     /// `responses` (rows gained and lost) waiting to be written in key order (their keys are
     /// random: sorted runs fill B-tree pages sequentially).
@@ -772,7 +772,9 @@ impl Tables<'_> {
             {
                 self.removed_msg_ids.insert((mid, seq));
             }
-            if old.head.flags.has(Flags::SIDECHAIN) && self.sidechains.remove((f, seq))?.is_some() {
+            if old.head.flags.has(Flags::SIDECHAIN)
+                && super::sidechains::remove(&mut self.sidechains, f, seq)?
+            {
                 st.sidechain_rows = st.sidechain_rows.saturating_sub(1);
             }
         }
@@ -867,7 +869,7 @@ impl Tables<'_> {
                     }
                 }
                 if head.flags.has(Flags::SIDECHAIN)
-                    && self.sidechains.insert((f, seq), ())?.is_none()
+                    && super::sidechains::add(&mut self.sidechains, f, seq)?
                 {
                     st.sidechain_rows += 1;
                 }

@@ -21,7 +21,7 @@
 //! | `leaf_times` | (file, sidechain, timestamp, seq) | () | leaves by time: the newest is the last key |
 //! | `forward` | (file, uuid) | () | ids named (snip, preserved segment, parent) before any row had them |
 //! | `listing` | path | header + bytes | what `ls` shows of a session, with the stat it is valid for (`catalog::cache`) |
-//! | `sidechains` | (file, seq) | () | rows of `isSidechain` messages (inline sub-agents), counted in [`FileState::sidechain_rows`] |
+//! | `sidechains` | (file, first seq) | last seq | runs of rows of `isSidechain` messages (inline sub-agents), counted in [`FileState::sidechain_rows`] |
 //! | `view` | (file, n) | head, then blocks of link records | the materialised resume view ([`super::view`]) |
 
 use redb::TableDefinition;
@@ -69,7 +69,9 @@ use redb::TableDefinition;
 /// - 16: varints: a `view` link is written as its difference to the link before it (~22
 ///   bytes on a chain instead of 74), `ids` and `responses` rows as differences (6 to 8 bytes
 ///   an id instead of 12), a row's line position as LEB128.
-pub const INDEX_SCHEMA_VERSION: u32 = 16;
+/// - 17: `sidechains` holds runs of rows (first → last): a sub-agent's transcript is one
+///   entry instead of one per message.
+pub const INDEX_SCHEMA_VERSION: u32 = 17;
 
 /// The lowest and highest 16-byte ids, for range scans over one file's rows.
 pub const ID_FIRST: [u8; 16] = [0; 16];
@@ -94,7 +96,7 @@ pub const REPARENTED: TableDefinition<(u32, [u8; 16], u32), ()> =
 pub const LEAF_TIMES: TableDefinition<(u32, u8, u64, u32), ()> = TableDefinition::new("leaf_times");
 pub const LISTING: TableDefinition<&str, &[u8]> = TableDefinition::new("listing");
 pub const FORWARD: TableDefinition<(u32, [u8; 16]), ()> = TableDefinition::new("forward");
-pub const SIDECHAINS: TableDefinition<(u32, u32), ()> = TableDefinition::new("sidechains");
+pub const SIDECHAINS: TableDefinition<(u32, u32), u32> = TableDefinition::new("sidechains");
 pub const VIEW: TableDefinition<(u32, u32), &[u8]> = TableDefinition::new("view");
 
 /// The name of every table [`create_all`] creates: a sidecar of the current version that
