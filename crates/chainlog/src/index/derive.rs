@@ -47,6 +47,8 @@ pub fn load_rows<T>(
     let (f, expected) = (st.file, st.rows);
     let mut rows = Vec::with_capacity((expected as usize).min(1 << 24));
     let mut from = 0u32;
+    // The uuid of the row before (rows come in sequence from 0): a row's parent may be it.
+    let mut before = None;
     // A batch's stored bytes back to back, and each row's number and end in them.
     let mut bytes = Vec::new();
     let mut ends: Vec<(u32, usize)> = Vec::with_capacity(LOAD_BATCH);
@@ -68,14 +70,15 @@ pub fn load_rows<T>(
         for &(seq, end) in &ends {
             let v = &bytes[start..end];
             start = end;
-            let row = super::row::decode(st, &key_of(f, seq.into()), v)
-                .ok_or_else(|| IndexFault::damaged("rows", format!("row {seq} does not decode")))?;
             if seq as usize != rows.len() {
                 return Err(IndexFault::damaged(
                     "rows",
                     format!("row {seq} out of sequence"),
                 ));
             }
+            let row = super::row::decode(st, &key_of(f, seq.into()), v, || before)
+                .ok_or_else(|| IndexFault::damaged("rows", format!("row {seq} does not decode")))?;
+            before = Some(row.head.uuid);
             rows.push(keep(row));
         }
         match last.checked_add(1) {

@@ -10,7 +10,6 @@ use std::path::{Path, PathBuf};
 
 use redb::ReadableDatabase;
 
-use super::codec::key_of;
 use super::open::IndexDb;
 use super::schema::{FileState, IDS, ROWS};
 use super::{Store, query};
@@ -81,10 +80,8 @@ impl IndexedFile {
         };
         let txn = self.db.db().begin_read().map_err(|e| self.db.err(e))?;
         let rows = txn.open_table(ROWS).map_err(|e| self.db.err(e))?;
-        let row = rows
-            .get((st.file, seq))
+        let row = super::row::get(&rows, st, seq)
             .map_err(|e| self.db.err(e))?
-            .and_then(|v| super::row::decode(st, &key_of(st.file, seq.into()), v.value()))
             .filter(|r| r.head.uuid == id);
         Ok(row.map(|r| r.pos))
     }

@@ -8,15 +8,18 @@
 //! (epoch milliseconds within ±4,400 years; wider ones, and a missing one, 8), the session is
 //! an index into [`FileState::sessions`] (a transcript has one session or a few; past
 //! [`SESSIONS_MAX`] the hash is written out), the absent options one byte together, and a tool
-//! result's `sourceToolAssistantUUID` a bit when it is the parent (as Claude Code writes it).
+//! result's `sourceToolAssistantUUID` a bit when it is the parent (as Claude Code writes it),
+//! and the parent a bit when it is the uuid of the row before (so a point read of such a row
+//! reads that row's uuid too: [`get`]).
 //!
 //! ```text
-//! presence u8 | kind u8 (high bit: the tool's assistant is the parent) | flags u16 | uuid [16] | parent [16]? | timestamp i48 or i64
+//! presence u8 | kind u8 (high bit: the tool's assistant is the parent; next: the parent is the
+//! row before) | flags u16 | uuid [16] | parent [16]? | timestamp i48 or i64
 //! | message.id hash u64? | session u8 or u64 | logicalParentUuid [16]? | sourceToolAssistantUUID [16]?
 //! | preserved segment [48]? | snip removals: count, [16] each? | line, offset, length (LEB128) | CRC-32
 //! ```
 
-use super::codec::{Reader, put_uvar, tag, untag};
+use super::codec::{Reader, key_of, put_uvar, tag, untag};
 use super::schema::FileState;
 use crate::chain::scan::MessageRow;
 use crate::transcript::envelope::{Flags, Kind, MessageHead, Segment};
@@ -34,6 +37,9 @@ const WIDE_SESSION: u8 = 1 << 7;
 /// In the kind byte (kinds take its low bits): `sourceToolAssistantUUID` is the parent, as on
 /// a tool result Claude Code writes, and is not written again.
 const SOURCE_IS_PARENT: u8 = 1 << 7;
+/// In the kind byte: the parent is the uuid of the row before (`seq - 1`), as on 95 % of the
+/// messages of the real transcripts, and is not written.
+const PARENT_BEFORE: u8 = 1 << 6;
 
 /// Sessions a file's rows name by index ([`FileState::sessions`]); later ones are written out.
 pub const SESSIONS_MAX: usize = 255;
@@ -41,10 +47,11 @@ pub const SESSIONS_MAX: usize = 255;
 /// The narrow timestamp's range: 48-bit two's complement.
 const NARROW: std::ops::Range<i64> = -(1 << 47)..(1 << 47);
 
-/// Encodes `row`, to be stored under `key`; a session not seen in the file yet is added to
-/// `st.sessions`.
-pub fn encode(st: &mut FileState, key: &[u8], row: &MessageRow) -> Vec<u8> {
+/// Encodes `row`, to be stored under `key`; `before` is the uuid of the row before it (none
+/// for the first). A session not seen in the file yet is added to `st.sessions`.
+pub fn encode(st: &mut FileState, key: &[u8], row: &MessageRow, before: Option<Id>) -> Vec<u8> {
     let h = &row.head;
+    let parent_before = h.parent.is_some() && h.parent == before;
     let session = match st.sessions.iter().position(|&s| s == h.session) {
         Some(i) => Some(i),
         None if st.sessions.len() < SESSIONS_MAX => {
@@ -71,17 +78,15 @@ pub fn encode(st: &mut FileState, key: &[u8], row: &MessageRow) -> Vec<u8> {
     .fold(0, |acc, (_, bit)| acc | bit);
     let mut out = Vec::with_capacity(80);
     out.push(presence);
+    let bit = |on: bool, bit: u8| if on { bit } else { 0 };
     out.push(
         u8::from(h.kind)
-            | if source_is_parent {
-                SOURCE_IS_PARENT
-            } else {
-                0
-            },
+            | bit(source_is_parent, SOURCE_IS_PARENT)
+            | bit(parent_before, PARENT_BEFORE),
     );
     out.extend_from_slice(&h.flags.0.to_le_bytes());
     out.extend_from_slice(&h.uuid.0);
-    if let Some(p) = h.parent {
+    if let Some(p) = h.parent.filter(|_| !parent_before) {
         out.extend_from_slice(&p.0);
     }
     let ts = h.timestamp.to_le_bytes();
@@ -114,19 +119,26 @@ pub fn encode(st: &mut FileState, key: &[u8], row: &MessageRow) -> Vec<u8> {
     tag(key, out)
 }
 
-/// Decodes a row written by [`encode`] and found under `key`; `None` when the checksum or the
-/// layout is wrong (or it names a session `st` does not have).
-pub fn decode(st: &FileState, key: &[u8], bytes: &[u8]) -> Option<MessageRow> {
+/// Decodes a row written by [`encode`] and found under `key`; `before` gives the uuid of the
+/// row before it, asked only when the row's parent is that uuid. `None` when the checksum or
+/// the layout is wrong (or it names a session `st` does not have, or `before` has no uuid).
+pub fn decode(
+    st: &FileState,
+    key: &[u8],
+    bytes: &[u8],
+    before: impl FnOnce() -> Option<Id>,
+) -> Option<MessageRow> {
     let mut r = Reader(untag(key, bytes)?);
     let presence = r.byte()?;
     let kind_byte = r.byte()?;
-    let kind = Kind::try_from(kind_byte & !SOURCE_IS_PARENT).ok()?;
+    let kind = Kind::try_from(kind_byte & !(SOURCE_IS_PARENT | PARENT_BEFORE)).ok()?;
     let flags = Flags(u16::from_le_bytes(r.take()?));
     let uuid = r.id()?;
-    let parent = if presence & PARENT == 0 {
-        None
-    } else {
-        Some(r.id()?)
+    let parent = match (presence & PARENT != 0, kind_byte & PARENT_BEFORE != 0) {
+        (false, false) => None,
+        (false, true) => return None,
+        (true, true) => Some(before()?),
+        (true, false) => Some(r.id()?),
     };
     let timestamp = if presence & WIDE_TIME != 0 {
         i64::from_le_bytes(r.take()?)
@@ -199,6 +211,40 @@ pub fn decode(st: &FileState, key: &[u8], bytes: &[u8]) -> Option<MessageRow> {
     Some(MessageRow { head, pos })
 }
 
+/// The uuid of a row written by [`encode`] and found under `key` (at a fixed place, after
+/// the presence, kind and flags bytes); `None` when the checksum is wrong.
+pub fn uuid_in(key: &[u8], bytes: &[u8]) -> Option<Id> {
+    Reader(untag(key, bytes)?.get(4..)?).id()
+}
+
+/// Row `seq` of `st.file` read from `rows` (and the uuid of the row before it when its parent
+/// is that uuid); `None` when it is missing or does not decode.
+pub fn get(
+    rows: &impl redb::ReadableTable<(u32, u32), &'static [u8]>,
+    st: &FileState,
+    seq: u32,
+) -> Result<Option<MessageRow>, redb::StorageError> {
+    let f = st.file;
+    let Some(v) = rows.get((f, seq))? else {
+        return Ok(None);
+    };
+    let mut fault = None;
+    let row = decode(st, &key_of(f, seq.into()), v.value(), || {
+        let before = seq.checked_sub(1)?;
+        match rows.get((f, before)) {
+            Ok(v) => uuid_in(&key_of(f, before.into()), v?.value()),
+            Err(e) => {
+                fault = Some(e);
+                None
+            }
+        }
+    });
+    match fault {
+        Some(e) => Err(e),
+        None => Ok(row),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -258,39 +304,52 @@ mod tests {
             rows.push(r);
         }
         let mut st = FileState::default();
+        // Each row written after the one before it in the list, as a catch-up writes them.
+        let before = |i: usize| i.checked_sub(1).map(|b| rows[b].head.uuid);
         let stored: Vec<Vec<u8>> = (0..)
             .zip(&rows)
-            .map(|(i, r)| encode(&mut st, &key(i), r))
+            .map(|(i, r)| encode(&mut st, &key(i), r, before(i as usize)))
             .collect();
         assert_eq!(st.sessions.len(), SESSIONS_MAX);
+        let mut shorter = 0;
         for ((i, row), v) in (0..).zip(&rows).zip(&stored) {
-            assert_eq!(decode(&st, &key(i), v).as_ref(), Some(row), "row {i}");
+            let b = before(i as usize);
+            assert_eq!(decode(&st, &key(i), v, || b).as_ref(), Some(row), "row {i}");
             assert_eq!(
-                decode(&st, &key(i + 1), v),
+                decode(&st, &key(i + 1), v, || b),
                 None,
                 "row {i} under another key"
             );
+            assert_eq!(uuid_in(&key(i), v), Some(row.head.uuid));
+            if row.head.parent.is_some() && row.head.parent == b {
+                // The parent is left out: without the row before, the row does not decode.
+                shorter += 1;
+                assert_eq!(decode(&st, &key(i), v, || None), None, "row {i}");
+                let full = encode(&mut st, &key(i), row, None);
+                assert_eq!(full.len(), v.len() + 16);
+            }
             for bit in [0, 7, 8 * v.len() / 2, 8 * v.len() - 1] {
                 let mut bad = v.clone();
                 bad[bit / 8] ^= 1 << (bit % 8);
-                assert_eq!(decode(&st, &key(i), &bad), None, "row {i} bit {bit}");
+                assert_eq!(decode(&st, &key(i), &bad, || b), None, "row {i} bit {bit}");
             }
         }
+        assert!(shorter > rows.len() / 2, "{shorter} of {}", rows.len());
         // A body cut short or carrying a byte more, with a checksum that matches it.
         let body = untag(&key(0), &stored[0]).unwrap();
         for len in [0, 1, 4, body.len() - 1] {
             assert_eq!(
-                decode(&st, &key(0), &tag(&key(0), body[..len].to_vec())),
+                decode(&st, &key(0), &tag(&key(0), body[..len].to_vec()), || None),
                 None
             );
         }
         let mut longer = body.to_vec();
         longer.push(0);
-        assert_eq!(decode(&st, &key(0), &tag(&key(0), longer)), None);
+        assert_eq!(decode(&st, &key(0), &tag(&key(0), longer), || None), None);
         // The common row is smaller than the MessagePack array it replaces.
         let plain = &rows[rows.len() / 2];
         let old = super::super::codec::encode(&key(0), plain).len();
-        let new = encode(&mut st, &key(0), plain).len();
+        let new = encode(&mut st, &key(0), plain, None).len();
         assert!(new + 15 <= old, "{new} vs {old}");
     }
 }

@@ -11,7 +11,6 @@ use std::path::Path;
 
 use redb::{ReadableDatabase, ReadableTable};
 
-use super::codec::key_of;
 use super::guard;
 use super::ingest::Stat;
 use super::open::{self, IndexDb};
@@ -146,11 +145,7 @@ fn read(db: &impl ReadableDatabase, st: &FileState) -> Result<SidechainRows, Ind
     let table = guard::read("rows", || txn.open_table(ROWS))?;
     let mut rows = Vec::with_capacity(seqs.len());
     for seq in seqs {
-        let bytes = guard::read("rows", || {
-            Ok::<_, redb::StorageError>(table.get((f, seq))?.map(|v| v.value().to_vec()))
-        })?;
-        let row = bytes
-            .and_then(|b| super::row::decode(st, &key_of(f, seq.into()), &b))
+        let row = guard::read("rows", || super::row::get(&table, st, seq))?
             .filter(|r| r.head.flags.has(Flags::SIDECHAIN))
             .ok_or_else(|| {
                 IndexFault::damaged("sidechains", format!("row {seq} is not a sidechain row"))

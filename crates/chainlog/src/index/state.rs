@@ -21,7 +21,7 @@
 
 use redb::{ReadableTable, Table, WriteTransaction};
 
-use super::codec::{id_key, key_of, opt_id, read_opt_id, tag, untag};
+use super::codec::{id_key, opt_id, read_opt_id, tag, untag};
 use super::guard::read;
 use super::ids::IdEntry;
 use super::schema::{
@@ -289,10 +289,7 @@ where
 
     /// The stored row at map position `seq`.
     pub fn row(&self, seq: u32) -> Fault<MessageRow> {
-        let v = read("rows", || {
-            Ok::<_, redb::StorageError>(self.rows.get((self.f(), seq))?.map(|v| v.value().to_vec()))
-        })?;
-        v.and_then(|v| super::row::decode(&self.st, &key_of(self.f(), seq.into()), &v))
+        read("rows", || super::row::get(&self.rows, &self.st, seq))?
             .ok_or_else(|| IndexFault::damaged("rows", format!("row {seq} missing or undecodable")))
     }
 
