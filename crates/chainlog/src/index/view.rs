@@ -7,8 +7,9 @@
 //! ended, the bridges, and the [`Stamp`] of the file state it was computed for); `n = 1..`
 //! hold the chain's links root first, [`BLOCK`] records per value, each written as its
 //! difference to the link before it in the block (`encode_link`; a value per link made redb's
-//! per-entry work most of a warm resume of 10,000 messages). Every value carries the key-covering checksum of [`super::codec`], and the head records how many
-//! links follow (every block but the last is full), so a damaged value or key is caught
+//! per-entry work most of a warm resume of 10,000 messages). Every value carries the
+//! key-covering checksum of [`super::codec`], and the head records how many links follow
+//! (every block but the last is full), so a damaged value or key is caught
 //! ([`IndexFault::Damaged`]) instead of answered.
 //!
 //! The view is written by a default resume that had to walk (the file changed, or no view was
