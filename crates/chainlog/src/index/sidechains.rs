@@ -191,4 +191,39 @@ mod tests {
             prop_assert_eq!(t.get((9, 0)).unwrap().map(|v| v.value()), Some(5));
         }
     }
+
+    /// Runs that overlap, touch, are reversed or hold more rows than the file counts are
+    /// damage, found before any row is read.
+    #[test]
+    fn damaged_runs_are_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let db = redb::Database::create(tmp.path().join("t.redb")).unwrap();
+        let st = FileState {
+            file: 3,
+            sidechain_rows: 4,
+            ..FileState::default()
+        };
+        for runs in [
+            &[(0, 2), (2, 3)][..],
+            &[(0, 1), (2, 3)],
+            &[(3, 0)],
+            &[(0, 4)],
+            &[(0, u32::MAX)],
+        ] {
+            let txn = db.begin_write().unwrap();
+            {
+                let mut t = txn.open_table(SIDECHAINS).unwrap();
+                t.retain(|_, _| false).unwrap();
+                for &(first, last) in runs {
+                    t.insert((3, first), last).unwrap();
+                }
+            }
+            txn.commit().unwrap();
+            let fault = read(&db, &st).err();
+            assert!(
+                fault.as_ref().is_some_and(IndexFault::is_damage),
+                "{runs:?}: {fault:?}"
+            );
+        }
+    }
 }
