@@ -1103,7 +1103,6 @@ mod tests {
         let txn = db.begin_read().unwrap();
         let rows = txn.open_table(ROWS).unwrap();
         let mut before = None;
-        let mut lefts = Vec::new();
         for seq in 0..st.rows {
             let stored = rows.get((st.file, seq)).unwrap().unwrap().value().len();
             let row = super::super::row::get(&rows, st, seq).unwrap().unwrap();
@@ -1113,23 +1112,6 @@ mod tests {
             let left_out = row.head.parent.is_some() && row.head.parent == before;
             assert_eq!(full - stored, if left_out { 16 } else { 0 }, "row {seq}");
             before = Some(row.head.uuid);
-            lefts.push(left_out);
-        }
-        // A walk back over the rows keeps the row read for its uuid as the spare the next
-        // read takes; a spare that does not decode is not read past.
-        let mut spare = None;
-        for seq in (0..st.rows).rev() {
-            let row = super::super::row::get_walking(&rows, st, seq, &mut spare).unwrap();
-            assert_eq!(row, super::super::row::get(&rows, st, seq).unwrap());
-            let kept = spare.as_ref().map(|(s, _): &(u32, Vec<u8>)| *s);
-            assert_eq!(kept, lefts[seq as usize].then(|| seq - 1), "row {seq}");
-        }
-        if st.rows > 0 {
-            let mut spare = Some((0, b"damaged".to_vec()));
-            assert_eq!(
-                super::super::row::get_walking(&rows, st, 0, &mut spare).unwrap(),
-                None
-            );
         }
     }
 

@@ -224,36 +224,15 @@ pub fn get(
     st: &FileState,
     seq: u32,
 ) -> Result<Option<MessageRow>, redb::StorageError> {
-    get_walking(rows, st, seq, &mut None)
-}
-
-/// [`get`] for a walk from a row to its parents: the row before, read for its uuid, is kept in
-/// `spare` (its number and stored bytes), and read from there when it is asked next, so a
-/// walk over rows whose parents are the rows before them reads each row once.
-pub fn get_walking(
-    rows: &impl redb::ReadableTable<(u32, u32), &'static [u8]>,
-    st: &FileState,
-    seq: u32,
-    spare: &mut Option<(u32, Vec<u8>)>,
-) -> Result<Option<MessageRow>, redb::StorageError> {
     let f = st.file;
-    let bytes = match spare.take() {
-        Some((s, bytes)) if s == seq => bytes,
-        _ => match rows.get((f, seq))? {
-            Some(v) => v.value().to_vec(),
-            None => return Ok(None),
-        },
+    let Some(v) = rows.get((f, seq))? else {
+        return Ok(None);
     };
     let mut fault = None;
-    let row = decode(st, &key_of(f, seq.into()), &bytes, || {
+    let row = decode(st, &key_of(f, seq.into()), v.value(), || {
         let before = seq.checked_sub(1)?;
         match rows.get((f, before)) {
-            Ok(v) => {
-                let v = v?.value().to_vec();
-                let uuid = uuid_in(&key_of(f, before.into()), &v);
-                *spare = Some((before, v));
-                uuid
-            }
+            Ok(v) => uuid_in(&key_of(f, before.into()), v?.value()),
             Err(e) => {
                 fault = Some(e);
                 None

@@ -242,8 +242,6 @@ pub struct Decoder<R, I, D, P> {
     sets: std::cell::OnceCell<[std::collections::HashSet<Id>; 3]>,
     /// Check what the projections imply of a parent ([`Decoder::strict`]).
     strict: bool,
-    /// The row last read for its uuid ([`super::row::get_walking`]): a walk's next row.
-    spare: std::cell::RefCell<Option<(u32, Vec<u8>)>>,
 }
 
 impl<R, I, D, P> Decoder<R, I, D, P>
@@ -263,7 +261,6 @@ where
             reparented,
             sets: std::cell::OnceCell::new(),
             strict: false,
-            spare: std::cell::RefCell::new(None),
         }
     }
 
@@ -292,11 +289,8 @@ where
 
     /// The stored row at map position `seq`.
     pub fn row(&self, seq: u32) -> Fault<MessageRow> {
-        let mut spare = self.spare.borrow_mut();
-        read("rows", || {
-            super::row::get_walking(&self.rows, &self.st, seq, &mut spare)
-        })?
-        .ok_or_else(|| IndexFault::damaged("rows", format!("row {seq} missing or undecodable")))
+        read("rows", || super::row::get(&self.rows, &self.st, seq))?
+            .ok_or_else(|| IndexFault::damaged("rows", format!("row {seq} missing or undecodable")))
     }
 
     /// The payload of a derived fact of `id`, its checksum checked against its key.
