@@ -6,6 +6,8 @@
 //! of a cryptographic hash on the short values read by the thousand (listing rows).
 
 use serde::Serialize;
+
+use crate::transcript::frame::LinePos;
 use serde::de::DeserializeOwned;
 
 /// The checksum of `body` stored under `key`.
@@ -92,6 +94,24 @@ pub fn put_svar(out: &mut Vec<u8>, n: i64) {
     out.extend_from_slice(&b[..len]);
 }
 
+/// Appends `pos`, the position of a line written after `before` in the same value: its line
+/// and offset as zigzag differences to that line and to where that line ended (two's
+/// complement: exact for any `u64`, a byte each when the line follows the one before), its
+/// length as a varint. The first of a value is written against nothing.
+pub fn put_pos(out: &mut Vec<u8>, pos: &LinePos, before: Option<&LinePos>) {
+    let (line, next) = bases(before);
+    put_svar(out, pos.line.wrapping_sub(line).cast_signed());
+    put_svar(out, pos.offset.wrapping_sub(next).cast_signed());
+    put_uvar(out, pos.len);
+}
+
+/// The line and the offset a position after `before` is written against.
+fn bases(before: Option<&LinePos>) -> (u64, u64) {
+    before.map_or((0, 0), |p| {
+        (p.line, p.offset.wrapping_add(p.len).wrapping_add(1))
+    })
+}
+
 /// The unread rest of a value in one of the index's own layouts: every read is `None` past
 /// its end, so a value cut short decodes to nothing rather than to a wrong answer.
 pub struct Reader<'a>(pub &'a [u8]);
@@ -126,6 +146,16 @@ impl Reader<'_> {
         let (n, len) = <i64 as integer_encoding::VarInt>::decode_var(self.0)?;
         self.0 = &self.0[len..];
         Some(n)
+    }
+
+    /// The next [`put_pos`] position, written after `before`.
+    pub fn pos(&mut self, before: Option<&LinePos>) -> Option<LinePos> {
+        let (line, next) = bases(before);
+        Some(LinePos {
+            line: line.wrapping_add(self.svar()?.cast_unsigned()),
+            offset: next.wrapping_add(self.svar()?.cast_unsigned()),
+            len: self.uvar()?,
+        })
     }
 
     /// Whether every byte was read.

@@ -6,7 +6,7 @@
 //! ([`super::state::Encoder`]): re-pointed parents, dead rows, leaves and zeroed-usage rows.
 //! A resume then reads only the rows of its chain.
 //!
-//! The cost is one pass over the file's stored rows (≈ 100 bytes each, not the transcript's
+//! The cost is one pass over the file's stored rows (≈ 30 bytes each, not the transcript's
 //! bytes) per catch-up that added messages.
 
 use std::collections::HashMap;
@@ -29,9 +29,9 @@ pub fn clear(txn: &WriteTransaction, f: u32) -> Result<(), redb::Error> {
 /// Rows in map order and legacy progress entries (uuid → own parent).
 pub type Rows<T = MessageRow> = (Vec<T>, HashMap<Id, Option<Id>>);
 
-/// Rows are read from redb this many at a time, then decoded: only the decoded form of every
-/// row is held at once, never the stored bytes of all of them.
-const LOAD_BATCH: usize = 4096;
+/// Blocks of rows are read from redb this many at a time, then decoded: only the decoded form
+/// of every row is held at once, never the stored bytes of all of them.
+const LOAD_BATCH: usize = 128;
 
 /// Loads every row (in map order, each turned into a `T` by `keep` as it is decoded) and
 /// progress entry of file `f`. `expected` rows are made room for at once: a vector that
@@ -47,9 +47,7 @@ pub fn load_rows<T>(
     let (f, expected) = (st.file, st.rows);
     let mut rows = Vec::with_capacity((expected as usize).min(1 << 24));
     let mut from = 0u32;
-    // The uuid of the row before (rows come in sequence from 0): a row's parent may be it.
-    let mut before = None;
-    // A batch's stored bytes back to back, and each row's number and end in them.
+    // A batch's stored blocks back to back, and each block's number and end in them.
     let mut bytes = Vec::new();
     let mut ends: Vec<(u32, usize)> = Vec::with_capacity(LOAD_BATCH);
     loop {
@@ -67,24 +65,30 @@ pub fn load_rows<T>(
             break;
         };
         let mut start = 0;
-        for &(seq, end) in &ends {
+        for &(b, end) in &ends {
             let v = &bytes[start..end];
             start = end;
-            if seq as usize != rows.len() {
+            // Every block before this one is full.
+            if u64::from(b) * u64::from(super::row::PER_BLOCK) != rows.len() as u64 {
                 return Err(IndexFault::damaged(
                     "rows",
-                    format!("row {seq} out of sequence"),
+                    format!("block {b} out of sequence"),
                 ));
             }
-            let row = super::row::decode(st, &key_of(f, seq.into()), v, || before)
-                .ok_or_else(|| IndexFault::damaged("rows", format!("row {seq} does not decode")))?;
-            before = Some(row.head.uuid);
-            rows.push(keep(row));
+            let block = super::row::decode_block(st, &key_of(f, b.into()), v)
+                .ok_or_else(|| IndexFault::damaged("rows", format!("block {b} does not decode")))?;
+            rows.extend(block.into_iter().map(&mut keep));
         }
         match last.checked_add(1) {
             Some(next) => from = next,
             None => break,
         }
+    }
+    if rows.len() != expected as usize {
+        return Err(IndexFault::damaged(
+            "rows",
+            format!("{} rows where {expected} are counted", rows.len()),
+        ));
     }
     let mut progress = HashMap::new();
     let stored = super::guard::read("progress", || {

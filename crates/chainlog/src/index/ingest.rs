@@ -468,9 +468,8 @@ struct Tables<'t> {
     removed_msg_ids: BTreeSet<(u64, u32)>,
     /// The edges of a first index of the file, written once at its end ([`FromZero`]).
     zero: Option<FromZero>,
-    /// The last row written and its uuid: the next row's parent is most often that uuid,
-    /// which its stored row then leaves out ([`super::row::encode`]).
-    last_row: Option<(u32, Id)>,
+    /// The block of rows being written ([`super::row::Writer`]).
+    rows_w: super::row::Writer,
 }
 
 /// The random-key edges (`ids`, `responses`) of a file indexed
@@ -757,7 +756,7 @@ impl Tables<'_> {
     /// which a duplicate uuid is about to replace.
     fn forget_edges(&mut self, st: &mut FileState, seq: u32) -> Result<(), redb::Error> {
         let f = self.f;
-        let old = super::row::get(&self.rows, st, seq)?;
+        let old = self.rows_w.get(&self.rows, st, seq)?;
         if let Some(old) = old {
             // A first index keeps one parent and response per row: the new line's replace them.
             if let Some(p) = old.head.parent
@@ -779,24 +778,6 @@ impl Tables<'_> {
             }
         }
         Ok(())
-    }
-
-    /// The uuid of row `seq - 1`, if any: remembered when it was the last row written, else
-    /// read (the first row of a catch-up, a duplicate that replaces an earlier row).
-    fn uuid_before(&self, st: &FileState, seq: u32) -> Result<Option<Id>, redb::Error> {
-        let Some(before) = seq.checked_sub(1) else {
-            return Ok(None);
-        };
-        if let Some((last, uuid)) = self.last_row
-            && last == before
-        {
-            return Ok(Some(uuid));
-        }
-        let f = st.file;
-        Ok(self
-            .rows
-            .get((f, before))?
-            .and_then(|v| super::row::uuid_in(&key_of(f, before.into()), v.value())))
     }
 
     /// Stores one parsed line (in file order).
@@ -894,19 +875,8 @@ impl Tables<'_> {
                 if self.pending_uuids.len() >= SORTED_RUN {
                     self.flush()?;
                 }
-                let before = self.uuid_before(st, seq)?;
-                let uuid = head.uuid;
-                self.rows.insert(
-                    (f, seq),
-                    super::row::encode(
-                        st,
-                        &key_of(f, seq.into()),
-                        &MessageRow { head, pos },
-                        before,
-                    )
-                    .as_slice(),
-                )?;
-                self.last_row = Some((seq, uuid));
+                self.rows_w
+                    .put(&mut self.rows, st, seq, MessageRow { head, pos })?;
             }
         }
         Ok(())
@@ -966,7 +936,7 @@ fn ingest_from<'t>(
         removed_msg_ids: BTreeSet::new(),
         // No row of the file yet: its edge tables are empty (a restart dropped them).
         zero: (st.rows == 0).then(FromZero::default),
-        last_row: None,
+        rows_w: super::row::Writer::default(),
     };
     let io = |e| IngestError::Io(Error::io("transcript", e));
     let base = st.indexed_len / CHUNK_SIZE * CHUNK_SIZE;
@@ -1013,6 +983,7 @@ fn ingest_from<'t>(
     if let Some(e) = failure {
         return Err(e.into());
     }
+    tables.rows_w.store(&mut tables.rows, st)?;
     let edges = if let Some(zero) = tables.zero.take() {
         Some(Edges {
             f: tables.f,
@@ -1093,26 +1064,33 @@ mod tests {
         super::super::schema::create_all(&txn).unwrap();
         let (done, st) = catch_up(&txn, "t", path).unwrap();
         txn.commit().unwrap();
-        parents_left_out(db, &st);
+        rows_fill_blocks(db, &st);
         done
     }
 
-    /// Every stored row whose parent is the uuid of the row before it leaves it out (16
-    /// bytes less than the row written on its own), and no other row does.
-    fn parents_left_out(db: &redb::Database, st: &FileState) {
+    /// The file's rows fill blocks in sequence (every block but the last full) and each row
+    /// reads back.
+    fn rows_fill_blocks(db: &redb::Database, st: &FileState) {
         let txn = db.begin_read().unwrap();
         let rows = txn.open_table(ROWS).unwrap();
-        let mut before = None;
+        let per = super::super::row::PER_BLOCK;
+        let blocks: Vec<u32> = rows
+            .range((st.file, 0)..=(st.file, u32::MAX))
+            .unwrap()
+            .map(|e| e.unwrap().0.value().1)
+            .collect();
+        assert_eq!(blocks, (0..st.rows.div_ceil(per)).collect::<Vec<_>>());
         for seq in 0..st.rows {
-            let stored = rows.get((st.file, seq)).unwrap().unwrap().value().len();
-            let row = super::super::row::get(&rows, st, seq).unwrap().unwrap();
-            let mut alone = st.clone();
-            let key = key_of(st.file, seq.into());
-            let full = super::super::row::encode(&mut alone, &key, &row, None).len();
-            let left_out = row.head.parent.is_some() && row.head.parent == before;
-            assert_eq!(full - stored, if left_out { 16 } else { 0 }, "row {seq}");
-            before = Some(row.head.uuid);
+            assert!(
+                super::super::row::get(&rows, st, seq).unwrap().is_some(),
+                "row {seq}"
+            );
         }
+        assert!(
+            super::super::row::get(&rows, st, st.rows)
+                .unwrap()
+                .is_none()
+        );
     }
 
     /// `text` indexed at once, and caught up a few lines at a time: what each index holds.

@@ -426,9 +426,31 @@ mod tests {
             &[line(1, None, "user"), line(2, Some(1), "assistant")],
         );
         assert_eq!(chain_len(&db, &st).unwrap(), 2);
-        put(&db, ROWS, &(st.file, 1), Some(b"garbage"));
+        put(&db, ROWS, &(st.file, 0), Some(b"garbage"));
         let err = chain_len(&db, &st).unwrap_err();
         assert!(err.is_damage(), "{err}");
+        assert!(
+            matches!(err, IndexFault::Damaged { table: "rows", .. }),
+            "{err}"
+        );
+    }
+
+    /// A block of rows lost with its key (the last one, so the keys before it still follow
+    /// each other) is damage: for the walk, which meets a missing row, and for a
+    /// re-derivation, which finds fewer rows than the file counts.
+    #[test]
+    fn a_lost_rows_block_is_a_fault_not_an_answer() {
+        let dir = tempfile::tempdir().unwrap();
+        let lines: Vec<String> = (1..=40)
+            .map(|n| line(n, n.checked_sub(1).filter(|&p| p > 0), "user"))
+            .collect();
+        let (db, st) = indexed_lines(dir.path(), &lines);
+        assert_eq!(chain_len(&db, &st).unwrap(), 40);
+        put(&db, ROWS, &(st.file, 1), None);
+        assert!(chain_len(&db, &st).unwrap_err().is_damage());
+        let r = db.begin_read().unwrap();
+        let (rows, progress) = (r.open_table(ROWS).unwrap(), r.open_table(PROGRESS).unwrap());
+        let err = super::super::derive::load_rows(&rows, &progress, &st, |r| r).unwrap_err();
         assert!(
             matches!(err, IndexFault::Damaged { table: "rows", .. }),
             "{err}"

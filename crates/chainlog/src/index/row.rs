@@ -1,29 +1,39 @@
-//! The stored layout of a message row (a `rows` value): the parts every row has at fixed
-//! places, the optional ones where a presence byte says, then the line's position as
-//! LEB128 varints and the CRC-32 of [`super::codec::tag`].
+//! The stored layout of message rows: [`PER_BLOCK`] rows in sequence per `rows` value (a
+//! block), each written against the row before it in the block, then the CRC-32 of
+//! [`super::codec::tag`] over the block. A block decodes on its own: its first row is written
+//! against nothing.
 //!
-//! `rmp-serde` wrote a row as a `MessagePack` array: a type byte per field, 9 bytes for each
-//! 64-bit value (timestamp, response id, session hash), one byte per absent option; 100 bytes a
-//! row over a 1 GiB generated transcript, 73 in this layout. Here a timestamp takes 6 bytes
-//! (epoch milliseconds within ±4,400 years; wider ones, and a missing one, 8), the session is
-//! an index into [`FileState::sessions`] (a transcript has one session or a few; past
-//! [`SESSIONS_MAX`] the hash is written out), the absent options one byte together, and a tool
-//! result's `sourceToolAssistantUUID` a bit when it is the parent (as Claude Code writes it),
-//! and the parent a bit when it is the uuid of the row before (so a point read of such a row
-//! reads that row's uuid too: [`get`]).
+//! A row holds the parts every row has at fixed places, the optional ones where a presence
+//! byte says; against the row before it, its timestamp, line and offset are written as zigzag
+//! varint differences (a line most often starts where the one before ended, a second or a
+//! minute later), its parent as a bit when it is that row's uuid (most messages of a chain),
+//! its `message.id` hash as a bit when it is that row's (the lines of one response). The
+//! session is an index into [`FileState::sessions`] (a transcript has one session or a few;
+//! past [`SESSIONS_MAX`] the hash is written out), and a tool result's
+//! `sourceToolAssistantUUID` a bit when it is the parent (as Claude Code writes it).
+//!
+//! One row per value, the layout of schema 18, took 53 bytes a row on the real transcripts
+//! (key, redb's offset and a checksum each); a block shares those and the differences are a
+//! byte or two where the fields took 6 and 8.
 //!
 //! ```text
-//! presence u8 | kind u8 (high bit: the tool's assistant is the parent; next: the parent is the
-//! row before) | flags u16 | uuid [16] | parent [16]? | timestamp i48 or i64
-//! | message.id hash u64? | session u8 or u64 | logicalParentUuid [16]? | sourceToolAssistantUUID [16]?
-//! | preserved segment [48]? | snip removals: count, [16] each? | line, offset, length (LEB128) | CRC-32
+//! block: row, row, ... (up to PER_BLOCK) | CRC-32
+//! row:   presence u8 | kind u8 (bit 7: the tool's assistant is the parent; 6: the parent is the
+//!        row before; 5: the message.id hash is the row before's) | flags u16 | uuid [16]
+//!        | parent [16]? | timestamp − the row before's (zigzag) | message.id hash u64?
+//!        | session u8 or u64 | logicalParentUuid [16]? | sourceToolAssistantUUID [16]?
+//!        | preserved segment [48]? | snip removals: count, [16] each?
+//!        | line, offset, length ([`super::codec::put_pos`], against the row before's)
 //! ```
 
-use super::codec::{Reader, key_of, put_uvar, tag, untag};
+use std::cell::RefCell;
+
+use redb::ReadableTable;
+
+use super::codec::{Reader, key_of, put_pos, put_svar, put_uvar, tag, untag};
 use super::schema::FileState;
 use crate::chain::scan::MessageRow;
 use crate::transcript::envelope::{Flags, Kind, MessageHead, Segment};
-use crate::transcript::frame::LinePos;
 use crate::transcript::id::Id;
 
 const PARENT: u8 = 1;
@@ -32,26 +42,46 @@ const MID: u8 = 1 << 2;
 const SOURCE: u8 = 1 << 3;
 const PRESERVED: u8 = 1 << 4;
 const SNIP: u8 = 1 << 5;
-const WIDE_TIME: u8 = 1 << 6;
 const WIDE_SESSION: u8 = 1 << 7;
 /// In the kind byte (kinds take its low bits): `sourceToolAssistantUUID` is the parent, as on
 /// a tool result Claude Code writes, and is not written again.
 const SOURCE_IS_PARENT: u8 = 1 << 7;
-/// In the kind byte: the parent is the uuid of the row before (`seq - 1`), as on 95 % of the
-/// messages of the real transcripts, and is not written.
+/// In the kind byte: the parent is the uuid of the row before in the block, and is not
+/// written.
 const PARENT_BEFORE: u8 = 1 << 6;
+/// In the kind byte: the `message.id` hash is the row before's, and is not written.
+const MID_BEFORE: u8 = 1 << 5;
 
 /// Sessions a file's rows name by index ([`FileState::sessions`]); later ones are written out.
 pub const SESSIONS_MAX: usize = 255;
 
-/// The narrow timestamp's range: 48-bit two's complement.
-const NARROW: std::ops::Range<i64> = -(1 << 47)..(1 << 47);
+/// Rows per `rows` value: block `b` of a file holds rows `b * PER_BLOCK` onwards, every
+/// block but the last full. 32 rows of a real transcript are ~1 KB: a point read decodes
+/// that much, and a walk keeps the block it read ([`Cache`]).
+pub const PER_BLOCK: u32 = 32;
 
-/// Encodes `row`, to be stored under `key`; `before` is the uuid of the row before it (none
-/// for the first). A session not seen in the file yet is added to `st.sessions`.
-pub fn encode(st: &mut FileState, key: &[u8], row: &MessageRow, before: Option<Id>) -> Vec<u8> {
+/// The block of row `seq` and the row's place in it.
+pub fn block_of(seq: u32) -> (u32, usize) {
+    (seq / PER_BLOCK, (seq % PER_BLOCK) as usize)
+}
+
+/// Encodes `rows`, the rows of one block in sequence, to be stored under `key`. A session
+/// not seen in the file yet is added to `st.sessions`.
+pub fn encode_block(st: &mut FileState, key: &[u8], rows: &[MessageRow]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(rows.len() * 40 + 4);
+    let mut prev = None;
+    for row in rows {
+        put_row(&mut out, st, row, prev);
+        prev = Some(row);
+    }
+    tag(key, out)
+}
+
+/// Appends `row`, the row after `prev` in its block.
+fn put_row(out: &mut Vec<u8>, st: &mut FileState, row: &MessageRow, prev: Option<&MessageRow>) {
     let h = &row.head;
-    let parent_before = h.parent.is_some() && h.parent == before;
+    let parent_before = h.parent.is_some() && h.parent == prev.map(|p| p.head.uuid);
+    let mid_before = h.message_id.is_some() && h.message_id == prev.and_then(|p| p.head.message_id);
     let session = match st.sessions.iter().position(|&s| s == h.session) {
         Some(i) => Some(i),
         None if st.sessions.len() < SESSIONS_MAX => {
@@ -60,7 +90,6 @@ pub fn encode(st: &mut FileState, key: &[u8], row: &MessageRow, before: Option<I
         }
         None => None,
     };
-    let narrow = NARROW.contains(&h.timestamp);
     let source = h.source_tool_assistant.filter(|&s| h.parent != Some(s));
     let source_is_parent = h.source_tool_assistant.is_some() && source.is_none();
     let presence = [
@@ -70,28 +99,27 @@ pub fn encode(st: &mut FileState, key: &[u8], row: &MessageRow, before: Option<I
         (source.is_some(), SOURCE),
         (h.preserved.is_some(), PRESERVED),
         (!h.snip_removed.is_empty(), SNIP),
-        (!narrow, WIDE_TIME),
         (session.is_none(), WIDE_SESSION),
     ]
     .iter()
     .filter(|(on, _)| *on)
     .fold(0, |acc, (_, bit)| acc | bit);
-    let mut out = Vec::with_capacity(80);
     out.push(presence);
     let bit = |on: bool, bit: u8| if on { bit } else { 0 };
     out.push(
         u8::from(h.kind)
             | bit(source_is_parent, SOURCE_IS_PARENT)
-            | bit(parent_before, PARENT_BEFORE),
+            | bit(parent_before, PARENT_BEFORE)
+            | bit(mid_before, MID_BEFORE),
     );
     out.extend_from_slice(&h.flags.0.to_le_bytes());
     out.extend_from_slice(&h.uuid.0);
     if let Some(p) = h.parent.filter(|_| !parent_before) {
         out.extend_from_slice(&p.0);
     }
-    let ts = h.timestamp.to_le_bytes();
-    out.extend_from_slice(if narrow { &ts[..6] } else { &ts });
-    if let Some(mid) = h.message_id {
+    let prev_ts = prev.map_or(0, |p| p.head.timestamp);
+    put_svar(out, h.timestamp.wrapping_sub(prev_ts));
+    if let Some(mid) = h.message_id.filter(|_| !mid_before) {
         out.extend_from_slice(&mid.to_le_bytes());
     }
     match session {
@@ -108,49 +136,49 @@ pub fn encode(st: &mut FileState, key: &[u8], row: &MessageRow, before: Option<I
         }
     }
     if !h.snip_removed.is_empty() {
-        put_uvar(&mut out, h.snip_removed.len() as u64);
+        put_uvar(out, h.snip_removed.len() as u64);
         for id in &h.snip_removed {
             out.extend_from_slice(&id.0);
         }
     }
-    for n in [row.pos.line, row.pos.offset, row.pos.len] {
-        put_uvar(&mut out, n);
-    }
-    tag(key, out)
+    put_pos(out, &row.pos, prev.map(|p| &p.pos));
 }
 
-/// Decodes a row written by [`encode`] and found under `key`; `before` gives the uuid of the
-/// row before it, asked only when the row's parent is that uuid. `None` when the checksum or
-/// the layout is wrong (or it names a session `st` does not have, or `before` has no uuid).
-pub fn decode(
-    st: &FileState,
-    key: &[u8],
-    bytes: &[u8],
-    before: impl FnOnce() -> Option<Id>,
-) -> Option<MessageRow> {
+/// Decodes a block written by [`encode_block`] and found under `key`: its rows in sequence.
+/// `None` when the checksum or the layout is wrong, when it holds no row or more than
+/// [`PER_BLOCK`], or a row names a session `st` does not have.
+pub fn decode_block(st: &FileState, key: &[u8], bytes: &[u8]) -> Option<Vec<MessageRow>> {
     let mut r = Reader(untag(key, bytes)?);
+    let mut rows: Vec<MessageRow> = Vec::with_capacity(PER_BLOCK as usize);
+    while !r.is_done() {
+        if rows.len() == PER_BLOCK as usize {
+            return None;
+        }
+        let row = take_row(&mut r, st, rows.last())?;
+        rows.push(row);
+    }
+    (!rows.is_empty()).then_some(rows)
+}
+
+/// Reads the row after `prev` in its block.
+fn take_row(r: &mut Reader<'_>, st: &FileState, prev: Option<&MessageRow>) -> Option<MessageRow> {
     let presence = r.byte()?;
     let kind_byte = r.byte()?;
-    let kind = Kind::try_from(kind_byte & !(SOURCE_IS_PARENT | PARENT_BEFORE)).ok()?;
+    let kind = Kind::try_from(kind_byte & !(SOURCE_IS_PARENT | PARENT_BEFORE | MID_BEFORE)).ok()?;
     let flags = Flags(u16::from_le_bytes(r.take()?));
     let uuid = r.id()?;
     let parent = match (presence & PARENT != 0, kind_byte & PARENT_BEFORE != 0) {
         (false, false) => None,
         (false, true) => return None,
-        (true, true) => Some(before()?),
+        (true, true) => Some(prev?.head.uuid),
         (true, false) => Some(r.id()?),
     };
-    let timestamp = if presence & WIDE_TIME != 0 {
-        i64::from_le_bytes(r.take()?)
-    } else {
-        let b: [u8; 6] = r.take()?;
-        // Sign-extend the 48 bits.
-        i64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], 0, 0]) << 16 >> 16
-    };
-    let message_id = if presence & MID == 0 {
-        None
-    } else {
-        Some(u64::from_le_bytes(r.take()?))
+    let timestamp = prev.map_or(0, |p| p.head.timestamp).wrapping_add(r.svar()?);
+    let message_id = match (presence & MID != 0, kind_byte & MID_BEFORE != 0) {
+        (false, false) => None,
+        (false, true) => return None,
+        (true, true) => Some(prev?.head.message_id?),
+        (true, false) => Some(u64::from_le_bytes(r.take()?)),
     };
     let session = if presence & WIDE_SESSION != 0 {
         u64::from_le_bytes(r.take()?)
@@ -187,14 +215,7 @@ pub fn decode(
         }
         (0..n).map(|_| r.id()).collect::<Option<Vec<Id>>>()?
     };
-    let pos = LinePos {
-        line: r.uvar()?,
-        offset: r.uvar()?,
-        len: r.uvar()?,
-    };
-    if !r.is_done() {
-        return None;
-    }
+    let pos = r.pos(prev.map(|p| &p.pos))?;
     let head = MessageHead {
         uuid,
         parent,
@@ -211,37 +232,128 @@ pub fn decode(
     Some(MessageRow { head, pos })
 }
 
-/// The uuid of a row written by [`encode`] and found under `key` (at a fixed place, after
-/// the presence, kind and flags bytes); `None` when the checksum is wrong.
-pub fn uuid_in(key: &[u8], bytes: &[u8]) -> Option<Id> {
-    Reader(untag(key, bytes)?.get(4..)?).id()
-}
+/// The block a reader decoded last, kept for its next read: a walk reads row after row,
+/// most of them in the block it read before.
+#[derive(Default)]
+pub struct Cache(RefCell<Option<(u32, Vec<MessageRow>)>>);
 
-/// Row `seq` of `st.file` read from `rows` (and the uuid of the row before it when its parent
-/// is that uuid); `None` when it is missing or does not decode.
+/// Row `seq` of `st.file` read from `rows`; `None` when it is missing or its block does not
+/// decode.
 pub fn get(
-    rows: &impl redb::ReadableTable<(u32, u32), &'static [u8]>,
+    rows: &impl ReadableTable<(u32, u32), &'static [u8]>,
     st: &FileState,
     seq: u32,
 ) -> Result<Option<MessageRow>, redb::StorageError> {
-    let f = st.file;
-    let Some(v) = rows.get((f, seq))? else {
+    get_cached(rows, st, seq, &Cache::default())
+}
+
+/// [`get`], through (and into) `cache`.
+pub fn get_cached(
+    rows: &impl ReadableTable<(u32, u32), &'static [u8]>,
+    st: &FileState,
+    seq: u32,
+    cache: &Cache,
+) -> Result<Option<MessageRow>, redb::StorageError> {
+    let (b, i) = block_of(seq);
+    if let Some((cached, block)) = &*cache.0.borrow()
+        && *cached == b
+    {
+        return Ok(block.get(i).cloned());
+    }
+    let Some(v) = rows.get((st.file, b))? else {
         return Ok(None);
     };
-    let mut fault = None;
-    let row = decode(st, &key_of(f, seq.into()), v.value(), || {
-        let before = seq.checked_sub(1)?;
-        match rows.get((f, before)) {
-            Ok(v) => uuid_in(&key_of(f, before.into()), v?.value()),
-            Err(e) => {
-                fault = Some(e);
-                None
+    let Some(block) = decode_block(st, &key_of(st.file, b.into()), v.value()) else {
+        return Ok(None);
+    };
+    let row = block.get(i).cloned();
+    *cache.0.borrow_mut() = Some((b, block));
+    Ok(row)
+}
+
+/// The rows a catch-up writes, a block at a time: the block being filled is kept decoded and
+/// stored when the catch-up moves to another block ([`Writer::put`]) or ends
+/// ([`Writer::store`]). A duplicate uuid replaces a row of an earlier block: that block is
+/// read, changed and written again.
+#[derive(Default)]
+pub struct Writer {
+    /// The block being written, its rows, and whether they changed since it was read.
+    open: Option<(u32, Vec<MessageRow>, bool)>,
+}
+
+impl Writer {
+    /// Sets row `seq` (the next row of the file, or one it already has).
+    pub fn put(
+        &mut self,
+        rows: &mut redb::Table<'_, (u32, u32), &'static [u8]>,
+        st: &mut FileState,
+        seq: u32,
+        row: MessageRow,
+    ) -> Result<(), redb::Error> {
+        let (b, i) = block_of(seq);
+        self.open_block(rows, st, b)?;
+        let (_, block, changed) = self.open.as_mut().expect("opened above");
+        match i.cmp(&block.len()) {
+            std::cmp::Ordering::Less => block[i] = row,
+            std::cmp::Ordering::Equal => block.push(row),
+            std::cmp::Ordering::Greater => {
+                return Err(redb::Error::Corrupted(format!(
+                    "row {seq} written after a block of {} rows",
+                    block.len()
+                )));
             }
         }
-    });
-    match fault {
-        Some(e) => Err(e),
-        None => Ok(row),
+        *changed = true;
+        Ok(())
+    }
+
+    /// Row `seq` as written so far (the open block first).
+    pub fn get(
+        &self,
+        rows: &redb::Table<'_, (u32, u32), &'static [u8]>,
+        st: &FileState,
+        seq: u32,
+    ) -> Result<Option<MessageRow>, redb::Error> {
+        let (b, i) = block_of(seq);
+        match &self.open {
+            Some((open, block, _)) if *open == b => Ok(block.get(i).cloned()),
+            _ => Ok(get(rows, st, seq)?),
+        }
+    }
+
+    /// Makes block `b` the open one, storing the one open before.
+    fn open_block(
+        &mut self,
+        rows: &mut redb::Table<'_, (u32, u32), &'static [u8]>,
+        st: &mut FileState,
+        b: u32,
+    ) -> Result<(), redb::Error> {
+        if self.open.as_ref().is_some_and(|(open, _, _)| *open == b) {
+            return Ok(());
+        }
+        self.store(rows, st)?;
+        let key = key_of(st.file, b.into());
+        let block = match rows.get((st.file, b))? {
+            Some(v) => decode_block(st, &key, v.value()).ok_or_else(|| {
+                redb::Error::Corrupted(format!("rows block {b} fails its checksum"))
+            })?,
+            None => Vec::with_capacity(PER_BLOCK as usize),
+        };
+        self.open = Some((b, block, false));
+        Ok(())
+    }
+
+    /// Stores the open block, if it changed.
+    pub fn store(
+        &mut self,
+        rows: &mut redb::Table<'_, (u32, u32), &'static [u8]>,
+        st: &mut FileState,
+    ) -> Result<(), redb::Error> {
+        if let Some((b, block, true)) = self.open.take() {
+            let key = key_of(st.file, b.into());
+            rows.insert((st.file, b), encode_block(st, &key, &block).as_slice())?;
+        }
+        Ok(())
     }
 }
 
@@ -249,17 +361,16 @@ pub fn get(
 mod tests {
     use super::*;
     use crate::chain::scan::Transcript;
+    use crate::transcript::frame::LinePos;
 
-    fn key(seq: u64) -> [u8; 12] {
-        super::super::codec::key_of(3, seq)
+    fn key(b: u64) -> [u8; 12] {
+        key_of(3, b)
     }
 
-    /// Every row of every fixture and real transcript, and rows at the edges of each part
-    /// (timestamps past 48 bits and missing, more sessions than an index byte holds, every
-    /// option present), come back as they went in; a flipped bit, a byte more or less, or a
-    /// value read under another key does not decode.
-    #[test]
-    fn rows_come_back_as_they_were_written_and_damage_does_not_decode() {
+    /// Every fixture and real transcript's rows, then rows at the edges of each part
+    /// (timestamps at the ends of `i64`, more sessions than an index byte holds, every option
+    /// present, positions going back and past 2^40).
+    fn sample_rows() -> Vec<MessageRow> {
         let mut rows: Vec<MessageRow> = crate::testing::fixture_files()
             .iter()
             .flat_map(|p| Transcript::open(p).unwrap().rows)
@@ -285,71 +396,148 @@ mod tests {
             offset: 1 << 40,
             len: 0,
         };
-        for ts in [
-            i64::MIN,
-            i64::MAX,
-            (1 << 47) - 1,
-            -(1 << 47),
-            1 << 47,
-            -1,
-            0,
-        ] {
+        for ts in [i64::MIN, i64::MAX, -1, 0, i64::MIN, 1 << 47] {
             let mut r = edge.clone();
             r.head.timestamp = ts;
             rows.push(r);
         }
+        let mut back = edge.clone();
+        back.pos = LinePos {
+            line: 0,
+            offset: 0,
+            len: u64::MAX,
+        };
+        rows.push(back);
         for s in 0..300u64 {
             let mut r = rows[s as usize % 40].clone();
             r.head.session = s.wrapping_mul(0x9e37_79b9_7f4a_7c15);
             rows.push(r);
         }
+        rows
+    }
+
+    /// Blocks of every sample row come back as they were written; a flipped bit, a byte more
+    /// or less, a block read under another key, or more rows than a block holds do not decode.
+    #[test]
+    fn blocks_come_back_as_they_were_written_and_damage_does_not_decode() {
+        let rows = sample_rows();
         let mut st = FileState::default();
-        // Each row written after the one before it in the list, as a catch-up writes them.
-        let before = |i: usize| i.checked_sub(1).map(|b| rows[b].head.uuid);
-        let stored: Vec<Vec<u8>> = (0..)
-            .zip(&rows)
-            .map(|(i, r)| encode(&mut st, &key(i), r, before(i as usize)))
+        let blocks: Vec<Vec<u8>> = (0..)
+            .zip(rows.chunks(PER_BLOCK as usize))
+            .map(|(b, chunk)| encode_block(&mut st, &key(b), chunk))
             .collect();
         assert_eq!(st.sessions.len(), SESSIONS_MAX);
-        let mut shorter = 0;
-        for ((i, row), v) in (0..).zip(&rows).zip(&stored) {
-            let b = before(i as usize);
-            assert_eq!(decode(&st, &key(i), v, || b).as_ref(), Some(row), "row {i}");
+        for ((b, chunk), v) in (0..).zip(rows.chunks(PER_BLOCK as usize)).zip(&blocks) {
             assert_eq!(
-                decode(&st, &key(i + 1), v, || b),
-                None,
-                "row {i} under another key"
+                decode_block(&st, &key(b), v).as_deref(),
+                Some(chunk),
+                "block {b}"
             );
-            assert_eq!(uuid_in(&key(i), v), Some(row.head.uuid));
-            if row.head.parent.is_some() && row.head.parent == b {
-                // The parent is left out: without the row before, the row does not decode.
-                shorter += 1;
-                assert_eq!(decode(&st, &key(i), v, || None), None, "row {i}");
-                let full = encode(&mut st, &key(i), row, None);
-                assert_eq!(full.len(), v.len() + 16);
-            }
+            assert_eq!(
+                decode_block(&st, &key(b + 1), v),
+                None,
+                "block {b} elsewhere"
+            );
             for bit in [0, 7, 8 * v.len() / 2, 8 * v.len() - 1] {
                 let mut bad = v.clone();
                 bad[bit / 8] ^= 1 << (bit % 8);
-                assert_eq!(decode(&st, &key(i), &bad, || b), None, "row {i} bit {bit}");
+                assert_eq!(
+                    decode_block(&st, &key(b), &bad),
+                    None,
+                    "block {b} bit {bit}"
+                );
             }
         }
-        assert!(shorter > rows.len() / 2, "{shorter} of {}", rows.len());
         // A body cut short or carrying a byte more, with a checksum that matches it.
-        let body = untag(&key(0), &stored[0]).unwrap();
+        let body = untag(&key(0), &blocks[0]).unwrap();
         for len in [0, 1, 4, body.len() - 1] {
-            assert_eq!(
-                decode(&st, &key(0), &tag(&key(0), body[..len].to_vec()), || None),
-                None
-            );
+            let cut = tag(&key(0), body[..len].to_vec());
+            assert_eq!(decode_block(&st, &key(0), &cut), None, "{len} bytes");
         }
         let mut longer = body.to_vec();
         longer.push(0);
-        assert_eq!(decode(&st, &key(0), &tag(&key(0), longer), || None), None);
-        // The common row is smaller than the MessagePack array it replaces.
-        let plain = &rows[rows.len() / 2];
-        let old = super::super::codec::encode(&key(0), plain).len();
-        let new = encode(&mut st, &key(0), plain, None).len();
-        assert!(new + 15 <= old, "{new} vs {old}");
+        assert_eq!(decode_block(&st, &key(0), &tag(&key(0), longer)), None);
+        let over = encode_block(&mut st, &key(0), &rows[..=(PER_BLOCK as usize)]);
+        assert_eq!(decode_block(&st, &key(0), &over), None);
+    }
+
+    /// A parent that is the row before's uuid and a `message.id` hash that is the row before's
+    /// are left out (16 and 8 bytes); the fixtures' rows take fewer than 40 bytes each.
+    #[test]
+    fn what_the_row_before_has_is_left_out() {
+        let rows = sample_rows();
+        let mut st = FileState::default();
+        let len = |st: &mut FileState, row: &MessageRow, prev: &MessageRow| {
+            let mut out = Vec::new();
+            put_row(&mut out, st, row, Some(prev));
+            out.len()
+        };
+        let (mut parents, mut mids) = (0, 0);
+        for pair in rows.windows(2) {
+            let (prev, row) = (&pair[0], &pair[1]);
+            let mut other = prev.clone();
+            other.head.uuid = Id([0xee; 16]);
+            other.head.message_id = prev.head.message_id.map(|m| !m);
+            let saved = len(&mut st, row, &other) - len(&mut st, row, prev);
+            let parent = row.head.parent.is_some() && row.head.parent == Some(prev.head.uuid);
+            let mid = row.head.message_id.is_some() && row.head.message_id == prev.head.message_id;
+            assert_eq!(saved, 16 * usize::from(parent) + 8 * usize::from(mid));
+            parents += usize::from(parent);
+            mids += usize::from(mid);
+        }
+        assert!(parents > rows.len() / 2, "{parents} of {}", rows.len());
+        assert!(mids > 50, "{mids}");
+        let fixtures = rows.len() - 308;
+        let bytes: usize = rows[..fixtures]
+            .chunks(PER_BLOCK as usize)
+            .map(|c| encode_block(&mut st, &key(0), c).len())
+            .sum();
+        assert!(bytes < 40 * fixtures, "{bytes} bytes for {fixtures} rows");
+    }
+
+    /// The writer keeps a block open, stores it when it moves on and at the end, replaces a
+    /// row of an earlier block, and refuses a row past the end of the file's rows.
+    #[test]
+    fn the_writer_fills_blocks_in_sequence() {
+        let rows = sample_rows();
+        let dir = tempfile::tempdir().unwrap();
+        let db = redb::Database::create(dir.path().join("t.redb")).unwrap();
+        let txn = db.begin_write().unwrap();
+        let mut t = txn.open_table(super::super::schema::ROWS).unwrap();
+        let mut st = FileState {
+            file: 3,
+            ..FileState::default()
+        };
+        let mut w = Writer::default();
+        let n = 100u32;
+        for seq in 0..n {
+            w.put(&mut t, &mut st, seq, rows[seq as usize].clone())
+                .unwrap();
+        }
+        // A duplicate: row 5 replaced while block 3 is open, then the file goes on.
+        w.put(&mut t, &mut st, 5, rows[200].clone()).unwrap();
+        assert_eq!(w.get(&t, &st, 5).unwrap().as_ref(), Some(&rows[200]));
+        w.put(&mut t, &mut st, n, rows[n as usize].clone()).unwrap();
+        assert!(w.put(&mut t, &mut st, n + 2, rows[0].clone()).is_err());
+        w.store(&mut t, &mut st).unwrap();
+        assert_eq!(
+            redb::ReadableTableMetadata::len(&t).unwrap(),
+            u64::from(n / PER_BLOCK + 1)
+        );
+        let cache = Cache::default();
+        for seq in 0..=n {
+            let want = if seq == 5 {
+                &rows[200]
+            } else {
+                &rows[seq as usize]
+            };
+            assert_eq!(get(&t, &st, seq).unwrap().as_ref(), Some(want), "row {seq}");
+            assert_eq!(
+                get_cached(&t, &st, seq, &cache).unwrap().as_ref(),
+                Some(want),
+                "row {seq}, cached"
+            );
+        }
+        assert_eq!(get(&t, &st, n + 1).unwrap(), None);
     }
 }

@@ -73,7 +73,10 @@ use redb::TableDefinition;
 ///   entry instead of one per message.
 /// - 18: a row whose parent is the uuid of the row before it leaves the parent out (a bit
 ///   of the kind byte says so): 16 bytes less on 95 % of the real transcripts' messages.
-pub const INDEX_SCHEMA_VERSION: u32 = 18;
+/// - 19: `rows` holds blocks of 32 rows (`row::PER_BLOCK`), each row written against the one
+///   before it (timestamp, line and offset as differences; parent and `message.id` hash as a
+///   bit when they are that row's): a key, an offset and a checksum per block, not per row.
+pub const INDEX_SCHEMA_VERSION: u32 = 19;
 
 /// The lowest and highest 16-byte ids, for range scans over one file's rows.
 pub const ID_FIRST: [u8; 16] = [0; 16];

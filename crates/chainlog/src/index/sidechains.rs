@@ -144,8 +144,9 @@ fn read(db: &impl ReadableDatabase, st: &FileState) -> Result<SidechainRows, Ind
     }
     let table = guard::read("rows", || txn.open_table(ROWS))?;
     let mut rows = Vec::with_capacity(seqs.len());
+    let cache = super::row::Cache::default();
     for seq in seqs {
-        let row = guard::read("rows", || super::row::get(&table, st, seq))?
+        let row = guard::read("rows", || super::row::get_cached(&table, st, seq, &cache))?
             .filter(|r| r.head.flags.has(Flags::SIDECHAIN))
             .ok_or_else(|| {
                 IndexFault::damaged("sidechains", format!("row {seq} is not a sidechain row"))

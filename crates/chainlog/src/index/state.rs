@@ -242,6 +242,8 @@ pub struct Decoder<R, I, D, P> {
     sets: std::cell::OnceCell<[std::collections::HashSet<Id>; 3]>,
     /// Check what the projections imply of a parent ([`Decoder::strict`]).
     strict: bool,
+    /// The block of rows read last.
+    block: super::row::Cache,
 }
 
 impl<R, I, D, P> Decoder<R, I, D, P>
@@ -260,6 +262,7 @@ where
             derived,
             reparented,
             sets: std::cell::OnceCell::new(),
+            block: super::row::Cache::default(),
             strict: false,
         }
     }
@@ -289,8 +292,10 @@ where
 
     /// The stored row at map position `seq`.
     pub fn row(&self, seq: u32) -> Fault<MessageRow> {
-        read("rows", || super::row::get(&self.rows, &self.st, seq))?
-            .ok_or_else(|| IndexFault::damaged("rows", format!("row {seq} missing or undecodable")))
+        read("rows", || {
+            super::row::get_cached(&self.rows, &self.st, seq, &self.block)
+        })?
+        .ok_or_else(|| IndexFault::damaged("rows", format!("row {seq} missing or undecodable")))
     }
 
     /// The payload of a derived fact of `id`, its checksum checked against its key.

@@ -22,7 +22,7 @@
 use redb::{ReadableTable, WriteTransaction};
 use serde::{Deserialize, Serialize};
 
-use super::codec::{Reader, decode, encode, key_of, put_svar, put_uvar, tag, untag};
+use super::codec::{Reader, decode, encode, key_of, put_pos, tag, untag};
 use super::guard::read;
 use super::schema::{FileState, VIEW};
 use super::state::IndexFault;
@@ -162,21 +162,7 @@ fn encode_link(l: &Link, before: Option<&Link>, b: &mut Vec<u8>) {
     if let Some(w) = l.written_parent.filter(|_| !written_is_parent) {
         b.extend_from_slice(&w.0);
     }
-    let (line, next) = bases(before);
-    // Two's complement differences: exact for any `u64`, small for neighbours.
-    put_svar(b, l.pos.line.wrapping_sub(line).cast_signed());
-    put_svar(b, l.pos.offset.wrapping_sub(next).cast_signed());
-    put_uvar(b, l.pos.len);
-}
-
-/// The line and the offset a link after `before` is written against.
-fn bases(before: Option<&Link>) -> (u64, u64) {
-    before.map_or((0, 0), |p| {
-        (
-            p.pos.line,
-            p.pos.offset.wrapping_add(p.pos.len).wrapping_add(1),
-        )
-    })
+    put_pos(b, &l.pos, before.map(|p| &p.pos));
 }
 
 /// Reads the record [`encode_link`] wrote after `before`; `None` when it is malformed.
@@ -201,12 +187,7 @@ fn decode_link(r: &mut Reader<'_>, before: Option<&Link>) -> Option<Link> {
         (true, true) => parent,
         (true, false) => Some(r.id()?),
     };
-    let (line, next) = bases(before);
-    let pos = LinePos {
-        line: line.wrapping_add(r.svar()?.cast_unsigned()),
-        offset: next.wrapping_add(r.svar()?.cast_unsigned()),
-        len: r.uvar()?,
-    };
+    let pos = r.pos(before.map(|p| &p.pos))?;
     Some(Link {
         uuid,
         pos,
