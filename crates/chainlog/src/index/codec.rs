@@ -6,9 +6,9 @@
 //! of a cryptographic hash on the short values read by the thousand (listing rows).
 
 use serde::Serialize;
+use serde::de::DeserializeOwned;
 
 use crate::transcript::frame::LinePos;
-use serde::de::DeserializeOwned;
 
 /// The checksum of `body` stored under `key`.
 fn sum(key: &[u8], body: &[u8]) -> [u8; 4] {
@@ -110,6 +110,21 @@ fn bases(before: Option<&LinePos>) -> (u64, u64) {
     before.map_or((0, 0), |p| {
         (p.line, p.offset.wrapping_add(p.len).wrapping_add(1))
     })
+}
+
+/// The records of `body`, each written against the one before it (the first against
+/// nothing), read by `take` until the body ends; `None` when one does not decode.
+pub fn read_chained<T>(
+    body: &[u8],
+    mut take: impl FnMut(&mut Reader<'_>, Option<&T>) -> Option<T>,
+) -> Option<Vec<T>> {
+    let mut r = Reader(body);
+    let mut out: Vec<T> = Vec::new();
+    while !r.is_done() {
+        let next = take(&mut r, out.last())?;
+        out.push(next);
+    }
+    Some(out)
 }
 
 /// The unread rest of a value in one of the index's own layouts: every read is `None` past

@@ -30,7 +30,7 @@ use std::cell::RefCell;
 
 use redb::ReadableTable;
 
-use super::codec::{Reader, key_of, put_pos, put_svar, put_uvar, tag, untag};
+use super::codec::{Reader, key_of, put_pos, put_svar, put_uvar, read_chained, tag, untag};
 use super::schema::FileState;
 use crate::chain::scan::MessageRow;
 use crate::transcript::envelope::{Flags, Kind, MessageHead, Segment};
@@ -148,16 +148,10 @@ fn put_row(out: &mut Vec<u8>, st: &mut FileState, row: &MessageRow, prev: Option
 /// `None` when the checksum or the layout is wrong, when it holds no row or more than
 /// [`PER_BLOCK`], or a row names a session `st` does not have.
 pub fn decode_block(st: &FileState, key: &[u8], bytes: &[u8]) -> Option<Vec<MessageRow>> {
-    let mut r = Reader(untag(key, bytes)?);
-    let mut rows: Vec<MessageRow> = Vec::with_capacity(PER_BLOCK as usize);
-    while !r.is_done() {
-        if rows.len() == PER_BLOCK as usize {
-            return None;
-        }
-        let row = take_row(&mut r, st, rows.last())?;
-        rows.push(row);
-    }
-    (!rows.is_empty()).then_some(rows)
+    let rows = read_chained(untag(key, bytes)?, |r, prev| take_row(r, st, prev))?;
+    (1..=PER_BLOCK as usize)
+        .contains(&rows.len())
+        .then_some(rows)
 }
 
 /// Reads the row after `prev` in its block.

@@ -22,7 +22,7 @@
 use redb::{ReadableTable, WriteTransaction};
 use serde::{Deserialize, Serialize};
 
-use super::codec::{Reader, decode, encode, key_of, put_pos, tag, untag};
+use super::codec::{Reader, decode, encode, key_of, put_pos, read_chained, tag, untag};
 use super::guard::read;
 use super::schema::{FileState, VIEW};
 use super::state::IndexFault;
@@ -201,13 +201,7 @@ fn decode_link(r: &mut Reader<'_>, before: Option<&Link>) -> Option<Link> {
 
 /// The records of one block's body, in order; `None` when one is malformed or bytes are left.
 fn decode_block(body: &[u8]) -> Option<Vec<Link>> {
-    let mut r = Reader(body);
-    let mut links: Vec<Link> = Vec::with_capacity(BLOCK);
-    while !r.is_done() {
-        let link = decode_link(&mut r, links.last())?;
-        links.push(link);
-    }
-    Some(links)
+    read_chained(body, decode_link)
 }
 
 /// The head of `res` for `st`, with `len` links in all.
