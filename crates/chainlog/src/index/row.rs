@@ -271,8 +271,8 @@ pub fn get_cached(
 /// read, changed and written again.
 #[derive(Default)]
 pub struct Writer {
-    /// The block being written, its rows, and whether they changed since it was read.
-    open: Option<(u32, Vec<MessageRow>, bool)>,
+    /// The block being written and its rows (only [`Writer::put`] opens one).
+    open: Option<(u32, Vec<MessageRow>)>,
 }
 
 impl Writer {
@@ -286,7 +286,7 @@ impl Writer {
     ) -> Result<(), redb::Error> {
         let (b, i) = block_of(seq);
         self.open_block(rows, st, b)?;
-        let (_, block, changed) = self.open.as_mut().expect("opened above");
+        let (_, block) = self.open.as_mut().expect("opened above");
         match i.cmp(&block.len()) {
             std::cmp::Ordering::Less => block[i] = row,
             std::cmp::Ordering::Equal => block.push(row),
@@ -297,7 +297,6 @@ impl Writer {
                 )));
             }
         }
-        *changed = true;
         Ok(())
     }
 
@@ -310,7 +309,7 @@ impl Writer {
     ) -> Result<Option<MessageRow>, redb::Error> {
         let (b, i) = block_of(seq);
         match &self.open {
-            Some((open, block, _)) if *open == b => Ok(block.get(i).cloned()),
+            Some((open, block)) if *open == b => Ok(block.get(i).cloned()),
             _ => Ok(get(rows, st, seq)?),
         }
     }
@@ -322,7 +321,7 @@ impl Writer {
         st: &mut FileState,
         b: u32,
     ) -> Result<(), redb::Error> {
-        if self.open.as_ref().is_some_and(|(open, _, _)| *open == b) {
+        if self.open.as_ref().is_some_and(|(open, _)| *open == b) {
             return Ok(());
         }
         self.store(rows, st)?;
@@ -333,17 +332,17 @@ impl Writer {
             })?,
             None => Vec::with_capacity(PER_BLOCK as usize),
         };
-        self.open = Some((b, block, false));
+        self.open = Some((b, block));
         Ok(())
     }
 
-    /// Stores the open block, if it changed.
+    /// Stores the open block, if any.
     pub fn store(
         &mut self,
         rows: &mut redb::Table<'_, (u32, u32), &'static [u8]>,
         st: &mut FileState,
     ) -> Result<(), redb::Error> {
-        if let Some((b, block, true)) = self.open.take() {
+        if let Some((b, block)) = self.open.take() {
             let key = key_of(st.file, b.into());
             rows.insert((st.file, b), encode_block(st, &key, &block).as_slice())?;
         }
