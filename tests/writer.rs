@@ -874,18 +874,34 @@ fn the_title_and_tag_are_restated_near_the_end() {
     let bytes = std::fs::read(&path).unwrap();
     let all = lines(&path);
     let titles = all.iter().filter(|v| v["type"] == "custom-title").count();
-    // ~270 KiB of messages: restated about every 32 KiB, and once more at close.
-    assert!(titles >= 8, "{titles} title lines");
-    // Every 64 KiB window at the end holds the title and the tag.
+    // ~270 KiB of messages: stated again each time the last statement left the last 64 KiB
+    // (the window the client reads), not more often.
+    let at: Vec<usize> = {
+        let mut off = 0;
+        let mut v = Vec::new();
+        for l in bytes.split_inclusive(|&b| b == b'\n') {
+            if l.starts_with(b"{\"type\":\"custom-title\"") {
+                v.push(off);
+            }
+            off += l.len();
+        }
+        v
+    };
+    // Each statement follows the one before once it left the window, within one flush (10
+    // messages, ~20 KiB) of it, never before.
+    assert!(titles >= 4, "{titles} title lines at {at:?}");
+    for w in at.windows(2) {
+        let gap = w[1] - w[0];
+        assert!(
+            (64 * 1024..(64 + 20) * 1024).contains(&gap),
+            "title lines at {at:?} of {}",
+            bytes.len()
+        );
+    }
+    // The 64 KiB window at the end holds the title and the tag.
     let tail = String::from_utf8_lossy(&bytes[bytes.len() - 64 * 1024..]).into_owned();
     assert!(tail.contains("\"customTitle\":\"the title\""));
     assert!(tail.contains("\"tag\":\"t1\""));
-    // At close, after the last message.
-    let last = all.last().unwrap();
-    assert!(
-        last["type"] == "tag" || last["type"] == "custom-title",
-        "{last}"
-    );
     // The resume view and the index are untouched by the restated lines.
     assert_index_agrees(&e.store, &path);
 
@@ -898,19 +914,76 @@ fn the_title_and_tag_are_restated_near_the_end() {
     w.close().unwrap();
     let after = lines(&path);
     assert_eq!(after.len(), all.len() + 1, "exactly one line added");
+    // Ten one-message writers: the title is in the window, so none states it again.
+    for i in 0..10 {
+        let mut w = e
+            .store
+            .writer(&e.project, sid, WriterOptions::new("/w"))
+            .unwrap();
+        w.append(user(&format!("more {i}"))).unwrap();
+        w.close().unwrap();
+    }
+    let end = lines(&path);
+    assert_eq!(
+        end.len(),
+        after.len() + 10,
+        "only the ten messages were added"
+    );
+    assert!(end[after.len()..].iter().all(|v| v["type"] == "user"));
+    // Once 64 KiB of messages follow it, the title is stated again, after them.
     let mut w = e
         .store
         .writer(&e.project, sid, WriterOptions::new("/w"))
         .unwrap();
-    w.append(user("more")).unwrap();
+    w.append(user(&"q".repeat(70 * 1024))).unwrap();
     w.close().unwrap();
-    let end = lines(&path);
-    let restated: Vec<&Value> = end[after.len()..].iter().collect();
+    let last = lines(&path);
+    let restated: Vec<&Value> = last[end.len()..].iter().collect();
     assert_eq!(restated[0]["type"], "user");
     assert!(
         restated
             .iter()
             .any(|v| v["type"] == "custom-title" && v["customTitle"] == "renamed"),
-        "the existing title is restated at close: {restated:?}"
+        "the title is stated again once it left the window: {restated:?}"
     );
+    assert!(
+        restated
+            .iter()
+            .any(|v| v["type"] == "tag" && v["tag"] == "t1")
+    );
+}
+
+#[test]
+fn a_title_longer_than_the_window_is_not_stated_again_by_each_append() {
+    let e = env();
+    let sid = "7e57c0de-0000-4000-8000-00000000e7a2";
+    let path = e.project.join(format!("{sid}.jsonl"));
+    let mut w = e
+        .store
+        .writer(&e.project, sid, WriterOptions::new("/w"))
+        .unwrap();
+    w.append(user("first")).unwrap();
+    w.set_title(&"T".repeat(130 * 1024));
+    w.set_tag("t");
+    w.close().unwrap();
+    let before = std::fs::metadata(&path).unwrap().len();
+    for i in 0..10 {
+        let mut w = e
+            .store
+            .writer(&e.project, sid, WriterOptions::new("/w"))
+            .unwrap();
+        w.append(user(&format!("short {i}"))).unwrap();
+        w.close().unwrap();
+    }
+    let grown = std::fs::metadata(&path).unwrap().len() - before;
+    assert!(
+        grown < 10 * 1024,
+        "ten short appends grew the file by {grown} bytes"
+    );
+    let all = lines(&path);
+    assert_eq!(
+        all.iter().filter(|v| v["type"] == "custom-title").count(),
+        1
+    );
+    assert_eq!(all.iter().filter(|v| v["type"] == "tag").count(), 1);
 }

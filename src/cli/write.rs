@@ -136,14 +136,21 @@ fn current_dir() -> String {
         .unwrap_or_default()
 }
 
-/// Reads JSONL entries from `input`; a bad line is an error naming it.
-fn read_entries(input: impl BufRead, agent: Option<&str>) -> Result<Vec<Value>, Error> {
+/// Input bytes read between two flushes of a streamed batch: the entries waiting in memory
+/// stay a small multiple of this (or of the longest line).
+const FEED_CHUNK: u64 = 1 << 20;
+
+/// Streams the JSONL entries of `input` into `w`'s open batch, a chunk at a time; a bad line is
+/// an error naming it (the caller drops the batch).
+fn feed(w: &mut SessionWriter, input: impl BufRead, agent: Option<&str>) -> Result<(), Error> {
     let mut entries = Vec::new();
     let mut offset = 0u64;
+    let mut since_flush = 0u64;
     for (i, line) in input.split(b'\n').enumerate() {
         let line = line.map_err(|e| Error::io("<stdin>", e))?;
         let at = offset;
         offset += line.len() as u64 + 1;
+        since_flush += line.len() as u64 + 1;
         let text = line.trim_ascii();
         if text.is_empty() {
             continue;
@@ -169,15 +176,25 @@ fn read_entries(input: impl BufRead, agent: Option<&str>) -> Result<Vec<Value>, 
         }
         check_entry(&v).map_err(bad)?;
         entries.push(v);
+        if since_flush >= FEED_CHUNK {
+            w.append_all(std::mem::take(&mut entries))?;
+            w.flush()?;
+            since_flush = 0;
+        }
     }
-    Ok(entries)
+    w.append_all(entries)?;
+    Ok(())
 }
 
 pub fn append(cli: &Cli, a: &AppendArgs, out: &mut impl Write) -> CliResult {
-    if let Some(agent) = &a.agent {
+    // `agent-<id>` names agent `<id>`, as targets do.
+    let agent = a
+        .agent
+        .as_deref()
+        .map(|x| x.strip_prefix("agent-").unwrap_or(x));
+    if let Some(agent) = agent {
         check_id(agent)?;
     }
-    let entries = read_entries(std::io::stdin().lock(), a.agent.as_deref())?;
     let (path, cwd) = match existing_session(cli, a.project.as_deref(), &a.session) {
         Ok(p) => {
             let cwd = session_cwd(cli, &p);
@@ -198,7 +215,12 @@ pub fn append(cli: &Cli, a: &AppendArgs, out: &mut impl Write) -> CliResult {
         Err(e) => return Err(e.into()),
     };
     let mut w = open_writer(cli, &path, cwd)?;
-    w.append_all(entries)?;
+    // One batch however long the input: all of it or none of it is written.
+    w.begin_batch();
+    if let Err(e) = feed(&mut w, std::io::stdin().lock(), agent) {
+        w.abort_batch();
+        return Err(e.into());
+    }
     let report = w.close()?;
     for d in &report.duplicates {
         eprintln!("chainlog: note: {d} is already in the session; not written again");

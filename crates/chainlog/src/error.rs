@@ -89,7 +89,9 @@ pub enum Error {
         /// One line per match (id and path).
         candidates: Vec<String>,
     },
-    /// An id given by a user that could be a path (`..`, `/`, `\`, NUL) or is empty.
+    /// An id given by a user or an entry that is not an id: empty, longer than [`MAX_ID_LEN`],
+    /// or holding anything but ASCII letters, digits, `-` and `_` (so never a path, a dot
+    /// name or a control character).
     #[error("refusing id {id:?}: {reason}")]
     InvalidId {
         /// The id as given.
@@ -117,6 +119,16 @@ pub enum Error {
         /// Position of the entry in the batch given to the writer.
         index: usize,
         /// What is wrong.
+        reason: String,
+    },
+    /// A write that would leave the claude dir or replace what it must not: a link where a
+    /// writer opens a file or folder, a file that is not a regular file, an output path that is
+    /// a transcript.
+    #[error("refusing to write {}: {reason}", path.display())]
+    Refused {
+        /// The path as it would have been written.
+        path: PathBuf,
+        /// Why.
         reason: String,
     },
     /// The index sidecar failed; `source` says whether it is damage or a storage failure.
@@ -168,16 +180,31 @@ impl Error {
 /// `Result` with [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-/// Refuses ids from users that could act as paths (format.md §B5).
+/// The longest id accepted (Claude Code's are 36-character UUIDs and agent ids of a few dozen).
+pub const MAX_ID_LEN: usize = 128;
+
+/// The one rule for ids that name files or enter a transcript (format.md §B5): 1 to
+/// [`MAX_ID_LEN`] ASCII letters, digits, `-` or `_`. Every id Claude Code writes (UUIDs, agent
+/// ids such as `a4e3ca2` or `aprompt_suggestion-1a2b`) passes; a path, a dot name, a newline or
+/// any other character does not.
 pub fn check_id(id: &str) -> Result<()> {
     let reason = if id.is_empty() {
         "it is empty"
+    } else if id.len() > MAX_ID_LEN {
+        "it is longer than 128 characters"
     } else if id.contains("..") {
         "it contains `..`"
     } else if id.contains('/') || id.contains('\\') {
         "it contains a path separator"
     } else if id.contains('\0') {
         "it contains a NUL byte"
+    } else if id.chars().any(char::is_control) {
+        "it contains a control character"
+    } else if !id
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+    {
+        "ids hold only ASCII letters, digits, `-` and `_`"
     } else {
         return Ok(());
     };
@@ -193,7 +220,10 @@ mod tests {
 
     #[test]
     fn path_like_ids_are_refused() {
-        for bad in ["../x", "a/b", "a\\b", "a\0b", "", ".."] {
+        let long = "a".repeat(MAX_ID_LEN + 1);
+        for bad in [
+            "../x", "a/b", "a\\b", "a\0b", "", "..", ".", "a\nb", "a b", "a.b", "é", &long,
+        ] {
             let e = check_id(bad).unwrap_err();
             assert_eq!(e.exit_code(), 2, "{bad:?}");
             assert!(e.to_string().starts_with("refusing id"), "{e}");

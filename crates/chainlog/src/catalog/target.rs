@@ -130,7 +130,13 @@ pub fn resolve_target_with(
     if id_problem.is_some() && looks_like_a_path(arg) {
         return Err(Error::NotFound(not_a_file(arg)));
     }
-    Err(id_problem.unwrap_or_else(|| Error::NoMatch { arg: arg.into() }))
+    // An argument that could only be a path is refused as an id; one that is simply no id (a
+    // title with spaces, say) matched nothing.
+    let path_like = arg.contains("..") || arg.contains(['/', '\\']);
+    match id_problem {
+        Some(e) if path_like => Err(e),
+        _ => Err(Error::NoMatch { arg: arg.into() }),
+    }
 }
 
 /// An argument the user meant as a file: a path with a separator that exists (a directory, a

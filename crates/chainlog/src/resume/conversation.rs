@@ -251,6 +251,9 @@ impl Store {
         if !path.is_file() {
             return Err(Error::NoTranscript { path: path.into() });
         }
+        // A batch a killed writer left is completed before the chain is read (one `stat` when
+        // there is none); a reader that cannot write leaves it to the next writer.
+        let _ = crate::transcript::batch::settle_path(path);
         if no_index {
             return Store::reference(path, opts, "--no-index".into());
         }

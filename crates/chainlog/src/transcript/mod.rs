@@ -2,7 +2,9 @@
 //!
 //! This layer knows the JSONL format (format.md §A1–A2) and nothing about chains or indexes.
 
+pub mod batch;
 pub mod envelope;
+pub mod folder;
 pub mod frame;
 pub mod id;
 pub mod loose;

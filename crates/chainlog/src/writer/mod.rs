@@ -30,12 +30,14 @@
 
 mod copy;
 mod git;
+mod restate;
 mod shape;
 mod sink;
 mod tombstone;
 
 pub use copy::{branch, fork};
 pub use git::git_branch;
+pub use restate::CLIENT_TAIL_WINDOW;
 pub use tombstone::TAIL_WINDOW;
 
 use std::collections::BTreeMap;
@@ -45,53 +47,13 @@ use serde_json::{Map, Value};
 
 use crate::error::{Error, Result, check_id};
 use crate::index::Store;
+use restate::Carried;
 use shape::{Stamp, is_message_type};
 use sink::{Pending, Sink};
 
 /// The Claude Code version whose shape the writer writes (format.md §A8), stamped as `version`
 /// unless [`WriterOptions::version`] says otherwise.
 pub const WRITTEN_VERSION: &str = "2.1.328";
-
-/// Bytes of messages written to the main file after which the session's title and tag are
-/// written again (and again at close), so a reader that looks only at a file's last 64 KiB
-/// (Claude Code's picker) still finds them, as Claude Code itself re-appends them.
-pub const META_REAPPEND_BYTES: u64 = 32 * 1024;
-
-/// The title and tag a session carries, re-appended to stay near its end.
-#[derive(Debug, Default)]
-struct Carried {
-    title: Option<String>,
-    tag: Option<String>,
-    /// Main-file bytes written since they were last written.
-    since: u64,
-    /// A title or tag entry is queued (it goes out with the next main-file write).
-    queued: bool,
-}
-
-impl Carried {
-    /// The entries that restate them.
-    fn entries(&self) -> Vec<Value> {
-        let mut out = Vec::new();
-        if let Some(t) = &self.title {
-            out.push(serde_json::json!({"type": "custom-title", "customTitle": t}));
-        }
-        if let Some(t) = &self.tag {
-            out.push(serde_json::json!({"type": "tag", "tag": t}));
-        }
-        out
-    }
-
-    /// Notes a queued main-file entry of type `ty`.
-    fn note(&mut self, ty: &str, o: &Map<String, Value>) {
-        let text = |k: &str| o.get(k).and_then(Value::as_str).map(str::to_owned);
-        match ty {
-            "custom-title" => self.title = text("customTitle").filter(|t| !t.is_empty()),
-            "tag" => self.tag = text("tag").filter(|t| !t.is_empty()),
-            _ => return,
-        }
-        self.queued = true;
-    }
-}
 
 /// What the writer stamps on entries, and how durable a flush is.
 #[derive(Debug, Clone)]
@@ -145,6 +107,8 @@ pub struct SessionWriter {
     agents: BTreeMap<String, Sink>,
     agent_meta: BTreeMap<String, Value>,
     carried: Carried,
+    /// A batch spans flushes until [`SessionWriter::commit_batch`].
+    in_batch: bool,
 }
 
 impl Store {
@@ -157,7 +121,7 @@ impl Store {
         opts: WriterOptions,
     ) -> Result<SessionWriter> {
         check_id(session_id)?;
-        let mut main = Sink::new(project_dir.join(format!("{session_id}.jsonl")), true);
+        let mut main = Sink::new(project_dir, &[], format!("{session_id}.jsonl"), true);
         main.start(self)?;
         // The title and tag the session already has (from the index's cached facts).
         let mut carried = Carried::default();
@@ -178,6 +142,7 @@ impl Store {
             agents: BTreeMap::new(),
             agent_meta: BTreeMap::new(),
             carried,
+            in_batch: false,
         })
     }
 }
@@ -206,8 +171,18 @@ pub fn check_entry(v: &Value) -> std::result::Result<(), String> {
     if o.get("isSidechain").is_some_and(|x| !x.is_boolean()) {
         return Err("`isSidechain` must be a boolean".into());
     }
-    if let Some(a) = o.get("agentId").and_then(Value::as_str) {
-        check_id(a).map_err(|e| e.to_string())?;
+    // Ids name files (`agentId`) and are what resumes walk (`uuid`, parents): one rule for all.
+    for k in [
+        "uuid",
+        "parentUuid",
+        "logicalParentUuid",
+        "agentId",
+        "sessionId",
+        "sourceToolAssistantUUID",
+    ] {
+        if let Some(id) = o.get(k).and_then(Value::as_str) {
+            check_id(id).map_err(|e| format!("`{k}`: {e}"))?;
+        }
     }
     if is_message_type(ty) && ty != "system" && o.get("message").is_none() && ty != "attachment" {
         return Err(format!("a `{ty}` entry needs a `message`"));
@@ -322,8 +297,9 @@ impl SessionWriter {
         match agent.filter(|_| to_agent) {
             Some(a) => {
                 if !self.agents.contains_key(a) {
-                    let dir = self.project_dir.join(&self.session_id).join("subagents");
-                    let mut sink = Sink::new(dir.join(format!("agent-{a}.jsonl")), false);
+                    let dirs = [self.session_id.as_str(), "subagents"];
+                    let name = format!("agent-{a}.jsonl");
+                    let mut sink = Sink::new(&self.project_dir, &dirs, name, false);
                     sink.start(&self.store)?;
                     self.agents.insert(a.to_owned(), sink);
                 }
@@ -333,8 +309,11 @@ impl SessionWriter {
         }
     }
 
-    /// Writes everything queued: one `write` (and `fsync`) per file, then the index catches
-    /// up with the written bytes. Entries of a session that has not spoken yet stay queued.
+    /// Writes everything queued: one batch per file (journalled, then appended, `fsync`ed;
+    /// all or nothing, see `transcript/batch.rs`), then the index catches up with the written
+    /// bytes. Entries of a session that has not spoken yet stay queued. Inside
+    /// [`SessionWriter::begin_batch`] the entries join the open batch instead and nothing is
+    /// written before [`SessionWriter::commit_batch`].
     pub fn flush(&mut self) -> Result<FlushReport> {
         let stamp = Stamp {
             session_id: &self.session_id,
@@ -343,23 +322,28 @@ impl SessionWriter {
             git_branch: self.opts.git_branch.as_deref(),
             entrypoint: self.opts.entrypoint.as_deref(),
         };
+        let commit = !self.in_batch;
         let mut report = FlushReport::default();
         let mut main_bytes = 0;
         let mut sinks: Vec<(&str, &mut Sink)> = vec![("", &mut self.main)];
         sinks.extend(self.agents.iter_mut().map(|(k, v)| (k.as_str(), v)));
         for (agent, sink) in sinks {
-            let new_agent = !sink.main && !sink.path.exists() && !sink.pending.is_empty();
-            let done = sink.flush(&self.store, &stamp, self.opts.fsync)?;
+            let new_agent = !sink.main && !sink.path.exists();
+            let done = sink.flush(&self.store, &stamp, self.opts.fsync, commit)?;
             if new_agent && done.bytes > 0 {
                 let meta = self
                     .agent_meta
                     .get(agent)
                     .cloned()
                     .unwrap_or_else(|| serde_json::json!({"agentType": "general-purpose"}));
-                write_new_file(
-                    &sink.path.with_file_name(format!("agent-{agent}.meta.json")),
-                    &serde_json::to_vec(&meta).unwrap_or_default(),
-                )?;
+                let folder = sink.folder(false)?;
+                if let Some(folder) = folder {
+                    write_new_file(
+                        &folder,
+                        &format!("agent-{agent}.meta.json"),
+                        &serde_json::to_vec(&meta).unwrap_or_default(),
+                    )?;
+                }
             }
             if sink.main {
                 main_bytes = done.bytes;
@@ -370,24 +354,47 @@ impl SessionWriter {
                 .written
                 .extend(done.written.into_iter().map(|u| (sink.path.clone(), u)));
         }
-        if self.carried.queued && main_bytes > 0 {
-            // The title and tag went out with this write.
-            self.carried.queued = false;
-            self.carried.since = 0;
-        } else {
-            self.carried.since += main_bytes;
-        }
-        if self.carried.since >= META_REAPPEND_BYTES {
-            self.restate(&mut report)?;
+        if main_bytes > 0 {
+            if self.carried.queued {
+                // The title and tag went out with this write.
+                self.carried.written();
+            }
+            if self.carried.due(&self.main.path)? {
+                self.restate(&mut report)?;
+            }
         }
         Ok(report)
+    }
+
+    /// Starts a batch that spans flushes: each [`SessionWriter::flush`] moves the queued
+    /// entries into it (the memory they took is freed; a batch over 8 MiB waits in its journal
+    /// beside the transcript), and [`SessionWriter::commit_batch`] writes it whole. The files'
+    /// writers' locks are held until then. This is how a batch larger than memory is written
+    /// all or nothing (`chainlog append` uses it).
+    pub fn begin_batch(&mut self) {
+        self.in_batch = true;
+    }
+
+    /// Writes the batch begun with [`SessionWriter::begin_batch`] (and what is queued).
+    pub fn commit_batch(&mut self) -> Result<FlushReport> {
+        self.in_batch = false;
+        self.flush()
+    }
+
+    /// Drops the batch begun with [`SessionWriter::begin_batch`] and everything queued:
+    /// nothing of it is written.
+    pub fn abort_batch(&mut self) {
+        self.in_batch = false;
+        self.main.abort();
+        for sink in self.agents.values_mut() {
+            sink.abort();
+        }
     }
 
     /// Writes the session's title and tag again (when it has either).
     fn restate(&mut self, report: &mut FlushReport) -> Result<()> {
         let entries = self.carried.entries();
         if entries.is_empty() {
-            self.carried.since = 0;
             return Ok(());
         }
         self.append_all(entries)?;
@@ -405,39 +412,39 @@ impl SessionWriter {
         Ok(removed)
     }
 
-    /// Flushes and closes; the session's title and tag are written again when messages were
-    /// written after them.
+    /// Flushes (committing an open batch) and closes; the session's title and tag are written
+    /// again when their last statement has left the window Claude Code reads (see `restate`).
     pub fn close(mut self) -> Result<FlushReport> {
-        let mut report = self.flush()?;
-        if self.carried.since > 0 {
-            self.restate(&mut report)?;
-        }
-        Ok(report)
+        self.in_batch = false;
+        self.flush()
     }
 }
 
 impl Drop for SessionWriter {
     /// Best effort: entries still queued are flushed (errors are lost here; call
-    /// [`SessionWriter::flush`] or [`SessionWriter::close`] to see them).
+    /// [`SessionWriter::flush`] or [`SessionWriter::close`] to see them). A batch begun with
+    /// [`SessionWriter::begin_batch`] and not committed is dropped.
     fn drop(&mut self) {
-        if !std::thread::panicking() {
+        if self.in_batch || std::thread::panicking() {
+            self.abort_batch();
+        } else {
             let _ = self.flush();
         }
     }
 }
 
-/// Creates `path` (mode 0600) holding `bytes`, unless it exists.
-fn write_new_file(path: &Path, bytes: &[u8]) -> Result<()> {
+/// Creates `name` in `folder` (mode 0600, never through a link) holding `bytes`, unless it
+/// exists.
+fn write_new_file(
+    folder: &crate::transcript::folder::Folder,
+    name: &str,
+    bytes: &[u8],
+) -> Result<()> {
     use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
-    match std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(path)
-    {
-        Ok(mut f) => f.write_all(bytes).map_err(|e| Error::io(path, e)),
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
-        Err(e) => Err(Error::io(path, e)),
+    match folder.create_new(name, 0o600)? {
+        Some(mut f) => f
+            .write_all(bytes)
+            .map_err(|e| Error::io(folder.join(name), e)),
+        None => Ok(()),
     }
 }

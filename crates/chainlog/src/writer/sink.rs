@@ -2,23 +2,28 @@
 //! parent cursor, dedup, and the single `write` of a batch.
 //!
 //! # Design
+//! - **Files**: opened beneath the project folder without following links
+//!   ([`Folder`], `transcript/folder.rs`): a link or a special file where a transcript or its
+//!   folders should be is refused, and nothing is created outside the claude dir.
 //! - **Lock**: an exclusive `flock` ([`File::lock`]) on the transcript among chainlog writers,
-//!   held for one flush. After locking, the path is checked to still name the locked inode (a
-//!   tombstone rewrite replaces the file by rename); if not, the file is opened again.
+//!   held from the start of a batch to its commit ([`Folder::open_locked`]).
 //! - **Foreign appends**: Claude Code appends without any lock. At each flush, bytes past the
 //!   end this writer knows are read (only those), their last chain participant becomes the
 //!   cursor, and the index catches up on them. A file whose last line is unterminated (another
 //!   writer mid-line, or a crash) is waited for briefly; if it stays torn, the batch starts with
 //!   a `\n` so no written line is glued onto the fragment (which stays a skipped bad line).
-//! - **One write per batch**: the batch is serialised into one buffer and appended with one
-//!   `write_all` on an `O_APPEND` descriptor, then `fsync`ed (unless disabled): a crash leaves
-//!   at most a torn last line.
+//! - **All or nothing per batch**: the batch is serialised into a [`Batch`] (memory, spilled to
+//!   its journal beyond 8 MiB), journalled, then appended on an `O_APPEND` descriptor in writes
+//!   that end on line boundaries, then `fsync`ed (unless disabled). A writer killed meanwhile
+//!   leaves a journal the next writer or reader settles: see `transcript/batch.rs`. A batch
+//!   may span several flushes ([`Sink::flush`] with `commit: false`): memory stays bounded by
+//!   the entries queued since the last one.
 //! - **Index**: after the write, the index catches up, which reads exactly the appended bytes.
 
 use std::collections::{HashMap, HashSet};
-use std::fs::{File, OpenOptions};
-use std::io::{Seek, Write};
-use std::os::unix::fs::{DirBuilderExt, FileExt, MetadataExt, OpenOptionsExt};
+use std::fs::File;
+use std::io::Seek;
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -28,6 +33,8 @@ use super::shape::{Stamp, is_message_type, js_numbers, message_line, metadata_li
 use crate::error::{Error, Result};
 use crate::index::Store;
 use crate::index::lookup::IndexedFile;
+use crate::transcript::batch::{Batch, settle};
+use crate::transcript::folder::Folder;
 use crate::transcript::id::Id;
 
 /// How long a torn last line written by someone else is waited for before it is fenced off.
@@ -58,6 +65,12 @@ pub struct FileFlush {
 pub struct Sink {
     /// The transcript.
     pub path: PathBuf,
+    /// The project folder, the folders below it and the file's name: how it is opened.
+    base: PathBuf,
+    dirs: Vec<String>,
+    name: String,
+    /// The batch being made, with the file it goes to (locked) while it is open.
+    open: Option<Open>,
     /// Main-thread file (dedup applies) or an agent file (never deduped).
     pub main: bool,
     /// Entries waiting for the next flush.
@@ -71,33 +84,18 @@ pub struct Sink {
     tool_uses: HashMap<String, String>,
 }
 
-/// Creates `dir` and its missing parents with mode 0700.
-pub fn create_dirs(dir: &Path) -> Result<()> {
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
-        .map_err(|e| Error::io(dir, e))
-}
-
-/// Opens `path` for appending (creating it 0600) and takes the writers' lock on it.
-pub fn open_locked(path: &Path) -> Result<File> {
-    loop {
-        let f = OpenOptions::new()
-            .read(true)
-            .append(true)
-            .create(true)
-            .mode(0o600)
-            .open(path)
-            .map_err(|e| Error::io(path, e))?;
-        f.lock().map_err(|e| Error::io(path, e))?;
-        let held = f.metadata().map_err(|e| Error::io(path, e))?;
-        match std::fs::metadata(path) {
-            Ok(now) if now.dev() == held.dev() && now.ino() == held.ino() => return Ok(f),
-            // Replaced (a rewrite renamed a new file in) or removed: lock the file there now.
-            _ => {}
-        }
-    }
+/// A batch in the making: the transcript's folder, the transcript (locked), the bytes.
+#[derive(Debug)]
+struct Open {
+    folder: Folder,
+    file: File,
+    batch: Batch,
+    /// Main-thread uuids in the batch (dedup within it: the index has not seen them).
+    uuids: HashSet<String>,
+    /// What the batch holds so far.
+    out: FileFlush,
+    /// The transcript was created by this batch.
+    created: bool,
 }
 
 fn is_turn(e: &Map<String, Value>) -> bool {
@@ -112,10 +110,17 @@ fn entry_type(e: &Map<String, Value>) -> &str {
 }
 
 impl Sink {
-    /// A sink for `path` (nothing is opened until the first flush).
-    pub fn new(path: PathBuf, main: bool) -> Sink {
+    /// A sink for `<base>/<dirs...>/<name>` (nothing is opened until the first flush).
+    pub fn new(base: &Path, dirs: &[&str], name: String, main: bool) -> Sink {
+        let mut path = base.to_path_buf();
+        path.extend(dirs);
+        path.push(&name);
         Sink {
             path,
+            base: base.to_path_buf(),
+            dirs: dirs.iter().map(|d| (*d).to_owned()).collect(),
+            name,
+            open: None,
             main,
             pending: Vec::new(),
             index: None,
@@ -123,6 +128,27 @@ impl Sink {
             cursor: None,
             tool_uses: HashMap::new(),
         }
+    }
+
+    /// The file's name in its folder.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The file's folder, opened beneath the project folder without following links;
+    /// `Ok(None)` when it does not exist and `create` is false.
+    pub fn folder(&self, create: bool) -> Result<Option<Folder>> {
+        let base = match Folder::open(&self.base, create) {
+            Ok(f) => f,
+            Err(Error::Io { source, .. })
+                if !create && source.kind() == std::io::ErrorKind::NotFound =>
+            {
+                return Ok(None);
+            }
+            Err(e) => return Err(e),
+        };
+        let dirs: Vec<&str> = self.dirs.iter().map(String::as_str).collect();
+        base.descend(&dirs, create)
     }
 
     /// Forgets what is known about the file (after a rewrite): the next flush starts over from
@@ -143,69 +169,118 @@ impl Sink {
     /// Whether the file would be created by a flush now, and may not be yet: a main
     /// transcript appears only with its first user or assistant message (format.md §A4).
     pub fn waiting_to_materialise(&self) -> bool {
-        self.main && !self.path.exists() && !self.pending.iter().any(|p| is_turn(&p.entry))
+        self.main
+            && self.open.is_none()
+            && !self.path.exists()
+            && !self.pending.iter().any(|p| is_turn(&p.entry))
     }
 
-    /// Writes the pending entries (one `write`), or nothing if the file may not exist yet.
-    pub fn flush(&mut self, store: &Store, stamp: &Stamp<'_>, fsync: bool) -> Result<FileFlush> {
-        if self.pending.is_empty() || self.waiting_to_materialise() {
-            return Ok(FileFlush::default());
-        }
-        let created = !self.path.exists();
-        if let Some(dir) = self.path.parent() {
-            create_dirs(dir)?;
-        }
-        let mut file = open_locked(&self.path)?;
-        let fence = self.sync_tail(store, &file)?;
-        let mut pending = std::mem::take(&mut self.pending);
-        if created {
-            // Metadata set before the first message is written first (format.md §A4).
-            pending.sort_by_key(|p| is_message_type(entry_type(&p.entry)));
-        }
-        let mut buf = Vec::new();
-        if fence {
-            buf.push(b'\n');
-        }
-        let out = match self.serialise(store, pending.clone(), stamp, &mut buf) {
-            Ok(out) => out,
-            Err(e) => {
+    /// Serialises the pending entries into the file's batch (starting one: lock, settle,
+    /// catch up with the file's tail), and with `commit` writes the batch (see the module docs).
+    /// Nothing happens while the file may not exist yet. Returns what a commit wrote.
+    pub fn flush(
+        &mut self,
+        store: &Store,
+        stamp: &Stamp<'_>,
+        fsync: bool,
+        commit: bool,
+    ) -> Result<FileFlush> {
+        if !self.pending.is_empty() && !self.waiting_to_materialise() {
+            if self.open.is_none() {
+                self.begin(store)?;
+            }
+            let mut pending = std::mem::take(&mut self.pending);
+            if self.open.as_ref().is_some_and(|o| o.created) {
+                // Metadata set before the first message is written first (format.md §A4).
+                pending.sort_by_key(|p| is_message_type(entry_type(&p.entry)));
+            }
+            if let Err(e) = self.serialise(store, pending.clone(), stamp) {
                 self.pending = pending;
+                self.abort();
                 return Err(e);
             }
+        }
+        if !commit {
+            return Ok(FileFlush::default());
+        }
+        let Some(open) = self.open.take() else {
+            return Ok(FileFlush::default());
         };
-        if buf.is_empty() {
+        let Open {
+            folder,
+            mut file,
+            batch,
+            out,
+            created,
+            ..
+        } = open;
+        if batch.is_empty() {
             // Only duplicates (the prefix rule may have moved the cursor): nothing to write, and
             // `known_len` from `sync_tail` stays right. It must not be taken from the descriptor:
             // an `O_APPEND` file's offset moves only with a write, so it would read 0 here and
             // the next flush would take the whole file for a foreign append.
             return Ok(out);
         }
-        if let Err(e) = file
-            .write_all(&buf)
-            .and_then(|()| if fsync { file.sync_data() } else { Ok(()) })
-        {
-            self.pending = pending;
-            self.reset();
-            return Err(Error::io(&self.path, e));
-        }
-        if created
-            && fsync
-            && let Some(dir) = self.path.parent()
-        {
+        let bytes = match batch.commit(&folder, &mut file, fsync) {
+            Ok(n) => n,
+            Err(e) => {
+                self.reset();
+                return Err(e);
+            }
+        };
+        if created && fsync {
             // The new directory entry is durable too.
-            File::open(dir)
-                .and_then(|d| d.sync_all())
-                .map_err(|e| Error::io(dir, e))?;
+            folder.sync()?;
         }
         let end = file
             .stream_position()
             .map_err(|e| Error::io(&self.path, e))?;
+        drop(file);
         self.known_len = Some(end);
         self.index(store)?.catch_up()?;
-        Ok(FileFlush {
-            bytes: buf.len() as u64,
-            ..out
-        })
+        Ok(FileFlush { bytes, ..out })
+    }
+
+    /// Drops the batch being made: nothing of it reaches the file.
+    pub fn abort(&mut self) {
+        if let Some(open) = self.open.take() {
+            if open.created && open.file.metadata().is_ok_and(|m| m.len() == 0) {
+                // The file this batch created holds nothing: it goes too.
+                let _ = open.folder.remove(&self.name);
+            }
+            open.batch.abort(&open.folder);
+            // The cursor moved with the dropped entries.
+            self.reset();
+        }
+        self.pending.clear();
+    }
+
+    /// Opens and locks the file, settles a batch a killed writer left, catches up with its
+    /// tail and starts a batch.
+    fn begin(&mut self, store: &Store) -> Result<()> {
+        let folder = self
+            .folder(true)?
+            .expect("a folder opened with create exists");
+        let created = folder.stat(&self.name)?.is_none();
+        let mut file = folder
+            .open_locked(&self.name, true)?
+            .expect("a file opened with create exists");
+        settle(&folder, &self.name, &mut file, true)?;
+        let fence = self.sync_tail(store, &file)?;
+        let len = file.metadata().map_err(|e| Error::io(&self.path, e))?.len();
+        let mut batch = Batch::new(&self.name, len);
+        if fence {
+            batch.push(&folder, b"\n")?;
+        }
+        self.open = Some(Open {
+            folder,
+            file,
+            batch,
+            uuids: HashSet::new(),
+            out: FileFlush::default(),
+            created,
+        });
+        Ok(())
     }
 
     /// Brings the cursor and index up to the file as it is now (under the lock). Returns
@@ -234,10 +309,11 @@ impl Sink {
     /// Takes the session as it is now as the starting point: the cursor is the last message of
     /// its resume view (where a resumed Claude Code continues); later bytes are foreign.
     pub fn start(&mut self, store: &Store) -> Result<()> {
-        let file = match File::open(&self.path) {
-            Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-            Err(e) => return Err(Error::io(&self.path, e)),
+        let Some(folder) = self.folder(false)? else {
+            return Ok(());
+        };
+        let Some(file) = folder.open_read(&self.name)? else {
+            return Ok(());
         };
         let len = file.metadata().map_err(|e| Error::io(&self.path, e))?.len();
         self.start_from(store, &file, len)
@@ -295,16 +371,9 @@ impl Sink {
         }
     }
 
-    /// Fills parents, drops duplicates (main thread only) and serialises into `buf`.
-    fn serialise(
-        &mut self,
-        store: &Store,
-        pending: Vec<Pending>,
-        stamp: &Stamp<'_>,
-        buf: &mut Vec<u8>,
-    ) -> Result<FileFlush> {
-        let mut out = FileFlush::default();
-        let mut in_batch: HashSet<String> = HashSet::new();
+    /// Fills parents, drops duplicates (main thread only) and serialises into the open batch.
+    fn serialise(&mut self, store: &Store, pending: Vec<Pending>, stamp: &Stamp<'_>) -> Result<()> {
+        let mut line = Vec::new();
         let mut prefix = true;
         for Pending {
             entry: mut e,
@@ -312,10 +381,13 @@ impl Sink {
         } in pending
         {
             prefix |= batch_start;
+            line.clear();
             if !is_message_type(entry_type(&e)) {
                 let mut v = Value::Object(metadata_line(e, stamp.session_id));
                 js_numbers(&mut v);
-                push_line(buf, &v);
+                push_line(&mut line, &v);
+                let open = self.open.as_mut().expect("a batch is open");
+                open.batch.push(&open.folder, &line)?;
                 continue;
             }
             let uuid = e
@@ -325,16 +397,18 @@ impl Sink {
                 .to_owned();
             let sidechain = e.get("isSidechain").and_then(Value::as_bool) == Some(true);
             if self.main && !sidechain {
-                let known = in_batch.contains(&uuid)
+                let known = self.open.as_ref().is_some_and(|o| o.uuids.contains(&uuid))
                     || self.index(store)?.contains(Id::from_text(&uuid))?;
                 if known {
                     if prefix {
                         self.cursor = Some(uuid.clone());
                     }
-                    out.duplicates.push(uuid);
+                    let open = self.open.as_mut().expect("a batch is open");
+                    open.out.duplicates.push(uuid);
                     continue;
                 }
-                in_batch.insert(uuid.clone());
+                let open = self.open.as_mut().expect("a batch is open");
+                open.uuids.insert(uuid.clone());
             }
             prefix = false;
             self.fill_parent(&mut e);
@@ -342,10 +416,12 @@ impl Sink {
             self.cursor = Some(uuid.clone());
             let mut v = Value::Object(message_line(e, stamp));
             js_numbers(&mut v);
-            push_line(buf, &v);
-            out.written.push(uuid);
+            push_line(&mut line, &v);
+            let open = self.open.as_mut().expect("a batch is open");
+            open.batch.push(&open.folder, &line)?;
+            open.out.written.push(uuid);
         }
-        Ok(out)
+        Ok(())
     }
 
     /// `parentUuid` (and `logicalParentUuid`, `sourceToolAssistantUUID`) when the caller left

@@ -10,18 +10,18 @@
 //! Identity: the transcript gets a new inode with the old file's permission bits; the index
 //! notices the new inode and length through its fingerprint and indexes the file again. The
 //! writers' lock is held on the old inode during the rewrite; other chainlog writers re-open
-//! the path after locking (see [`super::sink::open_locked`]). A Claude Code process appending
+//! the path after locking (see [`Folder::open_locked`]). A Claude Code process appending
 //! during the rewrite could lose that append (it takes no lock); the rewrite checks the length
 //! just before the rename and gives up ([`Error::Changed`]) if the file grew.
 
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::{FileExt, PermissionsExt};
-use std::path::Path;
 
-use super::sink::{Sink, open_locked};
+use super::sink::Sink;
 use crate::error::{Error, Result};
 use crate::index::Store;
+use crate::transcript::folder::Folder;
 use crate::transcript::id::Id;
 
 /// The tail window inside which a tombstone re-writes only what followed the line.
@@ -30,10 +30,15 @@ pub const TAIL_WINDOW: u64 = 64 * 1024;
 /// Removes the line of message `uuid` from `sink`'s file. `Ok(false)`: no such message.
 pub fn remove(store: &Store, sink: &mut Sink, uuid: &str) -> Result<bool> {
     let path = sink.path.clone();
-    if !path.exists() {
+    let Some(folder) = sink.folder(false)? else {
         return Ok(false);
-    }
-    let file = open_locked(&path)?;
+    };
+    let name = sink.name().to_owned();
+    let Some(mut file) = folder.open_locked(&name, false)? else {
+        return Ok(false);
+    };
+    // A batch a killed writer left is settled first: the rewrite keeps it whole.
+    crate::transcript::batch::settle(&folder, &name, &mut file, true)?;
     let idx = sink.index(store)?;
     idx.catch_up()?;
     let Some(pos) = idx.position(Id::from_text(uuid))? else {
@@ -51,14 +56,10 @@ pub fn remove(store: &Store, sink: &mut Sink, uuid: &str) -> Result<bool> {
     if !ok {
         return Err(Error::Changed { path });
     }
-    let tmp = path.with_file_name(format!(
-        ".{}.tombstone-{}",
-        path.file_name().unwrap_or_default().to_string_lossy(),
-        std::process::id()
-    ));
-    let result = rewrite(&file, &path, &tmp, pos.offset, end, len);
+    let tmp = format!(".{name}.tombstone-{}", std::process::id());
+    let result = rewrite(&folder, &file, (&name, &tmp), pos.offset, end, len);
     if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
+        let _ = folder.remove(&tmp);
     }
     result?;
     // The rewritten file is the new starting point (cursor: the end of its resume view).
@@ -67,11 +68,24 @@ pub fn remove(store: &Store, sink: &mut Sink, uuid: &str) -> Result<bool> {
     Ok(true)
 }
 
-fn rewrite(file: &File, path: &Path, tmp: &Path, start: u64, end: u64, len: u64) -> Result<()> {
+/// Writes the file `names.0` without `[start, end)` to the new file `names.1` beside it and
+/// renames it over the original.
+fn rewrite(
+    folder: &Folder,
+    file: &File,
+    names: (&str, &str),
+    start: u64,
+    end: u64,
+    len: u64,
+) -> Result<()> {
+    let (path, tmp) = (&folder.join(names.0), &folder.join(names.1));
     let io = |e| Error::io(path, e);
     let mode = file.metadata().map_err(io)?.permissions().mode();
-    let mut out = File::create(tmp).map_err(|e| Error::io(tmp, e))?;
-    out.set_permissions(std::fs::Permissions::from_mode(mode))
+    folder.remove(names.1)?;
+    let mut out = folder
+        .create_new(names.1, 0o600)?
+        .ok_or_else(|| Error::io(tmp, std::io::ErrorKind::AlreadyExists.into()))?;
+    out.set_permissions(std::fs::Permissions::from_mode(mode & 0o777))
         .map_err(|e| Error::io(tmp, e))?;
     let mut src = file.try_clone().map_err(io)?;
     src.seek(SeekFrom::Start(0)).map_err(io)?;
@@ -90,11 +104,7 @@ fn rewrite(file: &File, path: &Path, tmp: &Path, start: u64, end: u64, len: u64)
             path: path.to_path_buf(),
         });
     }
-    std::fs::rename(tmp, path).map_err(io)?;
-    if let Some(dir) = path.parent()
-        && let Ok(d) = File::open(dir)
-    {
-        let _ = d.sync_all();
-    }
+    folder.rename(names.1, names.0)?;
+    let _ = folder.sync();
     Ok(())
 }

@@ -1,0 +1,439 @@
+//! A batch of lines appended to a transcript as one unit, through a journal beside it.
+//!
+//! # The rule (README "Writing", ARCHITECTURE "writer/")
+//! A chainlog writer never appends a batch straight from memory. It first writes the whole
+//! batch to a journal, `.<transcript name>.chainlog-batch` in the transcript's folder (mode
+//! 0600), closed by a trailer that records where the transcript ended when the batch began,
+//! the batch's length and its XXH3 hash; only then does it append the batch to the transcript
+//! (in writes that end on line boundaries, so a line another process appends meanwhile never
+//! lands inside one of ours) and remove the journal.
+//!
+//! A writer killed at any point therefore leaves one of:
+//! - no journal, or one without a valid trailer: the transcript was not touched (the journal is
+//!   complete before the first transcript byte is written); the journal is removed;
+//! - a valid journal: the batch may be partly in the transcript. The next chainlog writer of
+//!   that transcript, or the next reader that resumes it ([`settle_path`]), **completes** it
+//!   under the writers' lock: when the transcript ends with a prefix of the batch, the rest is
+//!   appended (the torn last line is completed byte for byte); when other bytes follow (Claude
+//!   Code appended after the torn batch), every line of the batch not in the transcript since
+//!   the batch began is appended after a `\n`. Then the journal is removed.
+//!
+//! So a batch is visible to `resume` and to the next `append` either not at all (the writer
+//! died before its first transcript byte: the journal is just removed) or whole, and no byte
+//! chainlog did not write is ever truncated or rewritten. A batch that was already complete
+//! is not written again.
+
+use std::collections::HashSet;
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+
+use xxhash_rust::xxh3::{Xxh3, xxh3_64};
+
+use super::folder::Folder;
+use crate::error::{Error, Result};
+
+/// A batch up to this size is held in memory; a larger one goes to its journal as it is made.
+pub const IN_MEMORY: usize = 8 << 20;
+
+/// The bytes of one write to a transcript (more when a single line is longer).
+const WRITE_CHUNK: usize = 8 << 20;
+
+/// The journal's name for transcript file `name`.
+pub fn journal_name(name: &str) -> String {
+    format!(".{name}.chainlog-batch")
+}
+
+/// The trailer closing a complete journal.
+#[derive(Debug, serde::Serialize, serde::Deserialize, PartialEq, Eq)]
+struct Trailer {
+    /// The transcript's length when the batch began.
+    start: u64,
+    /// The batch's length (the journal's bytes before the trailer).
+    len: u64,
+    /// XXH3-64 of those bytes.
+    xxh3: u64,
+}
+
+/// A batch being made for one transcript (see the module docs).
+pub struct Batch {
+    journal: String,
+    start: u64,
+    mem: Vec<u8>,
+    spill: Option<BufWriter<File>>,
+    len: u64,
+    hash: Xxh3,
+}
+
+impl std::fmt::Debug for Batch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Batch")
+            .field("journal", &self.journal)
+            .field("start", &self.start)
+            .field("len", &self.len)
+            .field("spilled", &self.spill.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Batch {
+    /// A batch for the transcript named `name`, which is `start` bytes long now.
+    pub fn new(name: &str, start: u64) -> Batch {
+        Batch {
+            journal: journal_name(name),
+            start,
+            mem: Vec::new(),
+            spill: None,
+            len: 0,
+            hash: Xxh3::new(),
+        }
+    }
+
+    /// Nothing in the batch.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Adds `bytes` (whole lines, each ending in `\n`, or the fence `\n`).
+    pub fn push(&mut self, folder: &Folder, bytes: &[u8]) -> Result<()> {
+        self.hash.update(bytes);
+        self.len += bytes.len() as u64;
+        match &mut self.spill {
+            Some(w) => w
+                .write_all(bytes)
+                .map_err(|e| Error::io(folder.join(&self.journal), e)),
+            None => {
+                self.mem.extend_from_slice(bytes);
+                if self.mem.len() > IN_MEMORY {
+                    let mut w = BufWriter::with_capacity(1 << 20, self.create_journal(folder)?);
+                    w.write_all(&self.mem)
+                        .map_err(|e| Error::io(folder.join(&self.journal), e))?;
+                    self.mem = Vec::new();
+                    self.spill = Some(w);
+                }
+                Ok(())
+            }
+        }
+    }
+
+    fn create_journal(&self, folder: &Folder) -> Result<File> {
+        // A journal left here was settled under the lock this writer holds: a stale one is
+        // one a reader could not settle, and this batch's journal replaces it only after
+        // [`settle`] ran, which it did before the batch began.
+        folder.remove(&self.journal)?;
+        folder
+            .create_new(&self.journal, 0o600)?
+            .ok_or_else(|| Error::Refused {
+                path: folder.join(&self.journal),
+                reason: "the journal's name is taken".into(),
+            })
+    }
+
+    /// Drops the batch: nothing reaches the transcript, the journal is removed.
+    pub fn abort(self, folder: &Folder) {
+        if self.spill.is_some() {
+            let _ = folder.remove(&self.journal);
+        }
+    }
+
+    /// Writes the journal, then the batch to `transcript` (opened for appending, the writers'
+    /// lock held), then removes the journal. Returns the bytes appended.
+    pub fn commit(self, folder: &Folder, transcript: &mut File, fsync: bool) -> Result<u64> {
+        if self.len == 0 {
+            return Ok(0);
+        }
+        let jpath = folder.join(&self.journal);
+        let io = |e| Error::io(&jpath, e);
+        let trailer = Trailer {
+            start: self.start,
+            len: self.len,
+            xxh3: self.hash.digest(),
+        };
+        let mut trailer = serde_json::to_vec(&trailer).expect("a trailer serialises");
+        trailer.push(b'\n');
+        let (journal, in_memory) = match self.spill {
+            Some(mut w) => {
+                w.write_all(&trailer).map_err(io)?;
+                (w.into_inner().map_err(|e| io(e.into_error()))?, None)
+            }
+            None => {
+                let mut f = self.create_journal(folder)?;
+                f.write_all(&self.mem).map_err(io)?;
+                f.write_all(&trailer).map_err(io)?;
+                (f, Some(self.mem))
+            }
+        };
+        if fsync {
+            journal.sync_data().map_err(io)?;
+            folder.sync()?;
+        }
+        let tpath = folder.path();
+        match in_memory {
+            // One write: the batch fits one chunk.
+            Some(bytes) => transcript
+                .write_all(&bytes)
+                .map_err(|e| Error::io(tpath, e))?,
+            None => copy_lines(&journal, &jpath, 0, self.len, transcript)?,
+        }
+        if fsync {
+            transcript.sync_data().map_err(|e| Error::io(tpath, e))?;
+        }
+        folder.remove(&self.journal)?;
+        Ok(self.len)
+    }
+}
+
+/// Appends `src[from..to)` to `dst` in writes that each end on a line boundary of `src` (one
+/// write per [`WRITE_CHUNK`], longer for a longer line).
+fn copy_lines(src: &File, src_path: &Path, from: u64, to: u64, dst: &mut File) -> Result<()> {
+    let mut buf: Vec<u8> = Vec::new();
+    let mut at = from;
+    while at < to {
+        let want = usize::try_from(to - at)
+            .unwrap_or(usize::MAX)
+            .min(WRITE_CHUNK);
+        let old = buf.len();
+        buf.resize(old + want, 0);
+        src.read_exact_at(&mut buf[old..], at)
+            .map_err(|e| Error::io(src_path, e))?;
+        at += want as u64;
+        let cut = if at == to {
+            buf.len()
+        } else {
+            match memchr::memrchr(b'\n', &buf) {
+                Some(i) => i + 1,
+                // One line longer than a chunk: read on until it ends.
+                None => continue,
+            }
+        };
+        dst.write_all(&buf[..cut])
+            .map_err(|e| Error::io(src_path, e))?;
+        buf.drain(..cut);
+    }
+    Ok(())
+}
+
+/// Reads the journal's trailer; `None` when the journal is not complete and intact.
+fn read_trailer(journal: &File, path: &Path) -> Result<Option<Trailer>> {
+    let jlen = journal.metadata().map_err(|e| Error::io(path, e))?.len();
+    let tail_len = jlen.min(512);
+    let mut tail = vec![0u8; tail_len as usize];
+    journal
+        .read_exact_at(&mut tail, jlen - tail_len)
+        .map_err(|e| Error::io(path, e))?;
+    let Some(body) = tail.strip_suffix(b"\n") else {
+        return Ok(None);
+    };
+    let line = match memchr::memrchr(b'\n', body) {
+        Some(i) => &body[i + 1..],
+        None if tail_len == jlen => body,
+        None => return Ok(None),
+    };
+    let Ok(t) = serde_json::from_slice::<Trailer>(line) else {
+        return Ok(None);
+    };
+    if t.len + line.len() as u64 + 1 != jlen {
+        return Ok(None);
+    }
+    let mut hash = Xxh3::new();
+    for_chunks(journal, path, 0, t.len, |b| {
+        hash.update(b);
+        Ok(())
+    })?;
+    Ok((hash.digest() == t.xxh3).then_some(t))
+}
+
+/// Calls `f` with `file[from..to)` in chunks of at most 1 MiB.
+fn for_chunks(
+    file: &File,
+    path: &Path,
+    from: u64,
+    to: u64,
+    mut f: impl FnMut(&[u8]) -> Result<()>,
+) -> Result<()> {
+    let mut buf = vec![0u8; 1 << 20];
+    let mut at = from;
+    while at < to {
+        let n = usize::try_from(to - at)
+            .unwrap_or(usize::MAX)
+            .min(buf.len());
+        file.read_exact_at(&mut buf[..n], at)
+            .map_err(|e| Error::io(path, e))?;
+        f(&buf[..n])?;
+        at += n as u64;
+    }
+    Ok(())
+}
+
+/// Calls `f` with each complete line (its `\n` included) of `file[from..to)`; returns the
+/// offset after the last complete line.
+fn for_lines(
+    file: &File,
+    path: &Path,
+    from: u64,
+    to: u64,
+    mut f: impl FnMut(&[u8]) -> Result<()>,
+) -> Result<u64> {
+    let mut carry: Vec<u8> = Vec::new();
+    let mut end = from;
+    for_chunks(file, path, from, to, |chunk| {
+        let mut rest = chunk;
+        while let Some(i) = memchr::memchr(b'\n', rest) {
+            if carry.is_empty() {
+                f(&rest[..=i])?;
+            } else {
+                carry.extend_from_slice(&rest[..=i]);
+                f(&carry)?;
+                carry.clear();
+            }
+            end += (carry.len() + i + 1) as u64;
+            rest = &rest[i + 1..];
+        }
+        carry.extend_from_slice(rest);
+        Ok(())
+    })?;
+    Ok(end)
+}
+
+/// What [`settle`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Settled {
+    /// No journal.
+    Nothing,
+    /// A journal without a valid trailer (the writer died before touching the transcript):
+    /// removed.
+    Dropped,
+    /// The batch was already whole in the transcript: the journal removed.
+    Complete,
+    /// The batch was completed: this many bytes appended.
+    Completed(u64),
+}
+
+/// Completes or drops the batch a killed writer left for the transcript `name` in `folder`,
+/// opened for appending with the writers' lock held (see the module docs).
+pub fn settle(folder: &Folder, name: &str, transcript: &mut File, fsync: bool) -> Result<Settled> {
+    let jname = journal_name(name);
+    let jpath = folder.join(&jname);
+    let Some(journal) = folder.open_read(&jname)? else {
+        return Ok(Settled::Nothing);
+    };
+    let Some(t) = read_trailer(&journal, &jpath)? else {
+        folder.remove(&jname)?;
+        return Ok(Settled::Dropped);
+    };
+    let tpath = folder.join(name);
+    let len = transcript
+        .metadata()
+        .map_err(|e| Error::io(&tpath, e))?
+        .len();
+    // How much of the batch the transcript holds where the batch began.
+    let shared = if len >= t.start {
+        let n = (len - t.start).min(t.len);
+        let mut theirs = vec![0u8; 1 << 20];
+        let mut at = 0u64;
+        let mut same = true;
+        for_chunks(&journal, &jpath, 0, n, |ours| {
+            if same {
+                let got = &mut theirs[..ours.len()];
+                transcript
+                    .read_exact_at(got, t.start + at)
+                    .map_err(|e| Error::io(&tpath, e))?;
+                same = got == ours;
+                at += ours.len() as u64;
+            }
+            Ok(())
+        })?;
+        same.then_some(n)
+    } else {
+        None
+    };
+    let appended = match shared {
+        Some(n) if n == t.len => 0,
+        // The transcript ends with a prefix of the batch: append the rest.
+        Some(n) if t.start + n == len => {
+            copy_lines(&journal, &jpath, n, t.len, transcript)?;
+            t.len - n
+        }
+        // Other bytes came after the batch began: append each line of it not there.
+        _ => append_missing(
+            &journal,
+            &jpath,
+            t.len,
+            transcript,
+            &tpath,
+            t.start.min(len),
+            len,
+        )?,
+    };
+    if fsync && appended > 0 {
+        transcript.sync_data().map_err(|e| Error::io(&tpath, e))?;
+    }
+    folder.remove(&jname)?;
+    Ok(if appended == 0 {
+        Settled::Complete
+    } else {
+        Settled::Completed(appended)
+    })
+}
+
+/// Appends the lines of `journal[..batch_len)` that are not complete lines of
+/// `transcript[from..len)`, after a `\n` when the transcript ends inside a line.
+fn append_missing(
+    journal: &File,
+    jpath: &Path,
+    batch_len: u64,
+    transcript: &mut File,
+    tpath: &Path,
+    from: u64,
+    len: u64,
+) -> Result<u64> {
+    let mut present = HashSet::new();
+    let complete_end = for_lines(transcript, tpath, from, len, |l| {
+        present.insert(xxh3_64(l));
+        Ok(())
+    })?;
+    let mut out: Vec<u8> = Vec::new();
+    if complete_end < len {
+        out.push(b'\n');
+    }
+    let mut written = 0u64;
+    let mut flush = |out: &mut Vec<u8>, transcript: &mut File| -> Result<()> {
+        transcript.write_all(out).map_err(|e| Error::io(tpath, e))?;
+        written += out.len() as u64;
+        out.clear();
+        Ok(())
+    };
+    for_lines(journal, jpath, 0, batch_len, |l| {
+        if l != b"\n" && !present.contains(&xxh3_64(l)) {
+            out.extend_from_slice(l);
+            if out.len() >= WRITE_CHUNK {
+                flush(&mut out, transcript)?;
+            }
+        }
+        Ok(())
+    })?;
+    if out.len() > usize::from(complete_end < len) {
+        flush(&mut out, transcript)?;
+    }
+    Ok(written)
+}
+
+/// Settles the batch a killed writer may have left for the transcript at `path` (see the
+/// module docs): one `stat` when there is none. A reader calls it before it reads; it takes
+/// the writers' lock only when a journal is there. Errors (a read-only folder, a link) leave
+/// the journal for a writer and are not the reader's.
+pub fn settle_path(path: &Path) -> Result<Settled> {
+    let (Some(dir), Some(name)) = (path.parent(), path.file_name().and_then(|n| n.to_str())) else {
+        return Ok(Settled::Nothing);
+    };
+    match std::fs::symlink_metadata(dir.join(journal_name(name))) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Settled::Nothing),
+        _ => {}
+    }
+    let folder = Folder::open(dir, false)?;
+    let Some(mut file) = folder.open_locked(name, false)? else {
+        return Ok(Settled::Nothing);
+    };
+    settle(&folder, name, &mut file, true)
+}
