@@ -195,3 +195,193 @@ fn two_writers_and_an_unlocked_appender_never_interleave() {
         assert!(t.row(parent).is_some(), "the parent of {u} is in the file");
     }
 }
+
+/// One session of `tmp`'s claude dir holding one user message; returns its path.
+fn one_message_session(claude: &Path, sid: &str, first: &str) -> PathBuf {
+    let project = claude.join("projects/-w");
+    std::fs::create_dir_all(&project).unwrap();
+    let path = project.join(format!("{sid}.jsonl"));
+    let line = json!({"parentUuid": null, "isSidechain": false, "type": "user",
+        "message": {"role": "user", "content": "start"}, "uuid": first,
+        "timestamp": "2026-01-01T00:00:00.000Z", "sessionId": sid, "cwd": "/w"});
+    std::fs::write(&path, format!("{line}\n")).unwrap();
+    path
+}
+
+/// A batch of `n` alternating user/assistant messages with known uuids, each `text` bytes.
+fn batch_input(round: usize, n: usize, text: usize) -> (String, Vec<String>) {
+    let mut input = String::new();
+    let mut uuids = Vec::new();
+    for k in 0..n {
+        let uuid = format!("{round:08x}-0000-4000-8000-{k:012x}");
+        let body = format!("r{round} m{k} {}", "z".repeat(text));
+        let e = if k % 2 == 0 {
+            json!({"type": "user", "uuid": uuid, "message": {"role": "user", "content": body}})
+        } else {
+            json!({"type": "assistant", "uuid": uuid, "message": {"id": format!("m{round}.{k}"),
+                "role": "assistant", "content": [{"type": "text", "text": body}]}})
+        };
+        input.push_str(&e.to_string());
+        input.push('\n');
+        uuids.push(uuid);
+    }
+    (input, uuids)
+}
+
+fn cli(claude: &Path, index: &Path, args: &[&str], stdin: &str) -> std::process::Output {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_chainlog"))
+        .args(args)
+        .arg("--claude-dir")
+        .arg(claude)
+        .arg("--index-dir")
+        .arg(index)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    c.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+    c.wait_with_output().unwrap()
+}
+
+fn resumed(claude: &Path, index: &Path, sid: &str) -> Vec<String> {
+    let out = cli(claude, index, &["resume", sid, "--format", "uuids"], "");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// `chainlog append` killed with SIGKILL at a random point of a batch (before, while and
+/// after it writes the journal and the transcript): `resume` and the next `append` see none of
+/// the batch or all of it, never a part, and the next append chains after what they see.
+/// Half the rounds kill when the transcript starts growing (mid-write), half at a random time.
+#[test]
+fn a_batch_killed_anywhere_is_seen_whole_or_not_at_all() {
+    use rand::{Rng, SeedableRng};
+    let tmp = tempfile::tempdir().unwrap();
+    let (claude, index) = (tmp.path().join("claude"), tmp.path().join("index"));
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(29);
+    let (mut torn, mut whole, mut none) = (0, 0, 0);
+    let rounds = 100;
+    for round in 0..rounds {
+        let sid = format!("{round:08x}-0000-4000-8000-00000000cafe");
+        let first = format!("{round:08x}-0000-4000-8000-0000000f1257");
+        let path = one_message_session(&claude, &sid, &first);
+        // Mostly in-memory batches (one write), every tenth one past 8 MiB (journalled as made).
+        let (n, text) = if round % 10 == 9 { (3000, 3000) } else { (1500, 1000) };
+        let (input, uuids) = batch_input(round, n, text);
+        let pre = std::fs::metadata(&path).unwrap().len();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_chainlog"))
+            .args(["append", &sid, "--claude-dir"])
+            .arg(&claude)
+            .arg("--index-dir")
+            .arg(&index)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+        if round % 2 == 0 {
+            // Once the transcript starts growing, after 0–300 µs.
+            let t0 = std::time::Instant::now();
+            while std::fs::metadata(&path).unwrap().len() == pre
+                && t0.elapsed() < std::time::Duration::from_secs(20)
+                && child.try_wait().unwrap().is_none()
+            {
+                std::hint::spin_loop();
+            }
+            std::thread::sleep(std::time::Duration::from_micros(rng.random_range(0..300)));
+        } else {
+            std::thread::sleep(std::time::Duration::from_micros(rng.random_range(0..150_000)));
+        }
+        let _ = child.kill();
+        child.wait().unwrap();
+        let post = std::fs::metadata(&path).unwrap().len();
+        let batch_len = post - pre;
+        // What the kill left, before anything settles it.
+        let full = input.len() as u64 + (n as u64) * 250;
+        match batch_len {
+            0 => none += 1,
+            b if b < full / 2 => torn += 1,
+            _ => whole += 1,
+        }
+        // A reader first in odd rounds, the next writer first in even ones.
+        let next = format!("{round:08x}-0000-4000-8000-00000000ed17");
+        let next_line =
+            json!({"type": "user", "uuid": next, "message": {"role": "user", "content": "next"}});
+        if round % 4 < 2 {
+            let seen = resumed(&claude, &index, &sid);
+            let batch_seen = uuids.iter().filter(|u| seen.contains(u)).count();
+            assert!(
+                batch_seen == 0 || batch_seen == n,
+                "round {round}: resume sees {batch_seen} of {n} after a kill that left {batch_len} bytes"
+            );
+        }
+        let out = cli(&claude, &index, &["append", &sid], &format!("{next_line}\n"));
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let seen = resumed(&claude, &index, &sid);
+        let batch_seen = uuids.iter().filter(|u| seen.contains(u)).count();
+        assert!(
+            batch_seen == 0 || batch_seen == n,
+            "round {round}: {batch_seen} of {n} after the next append ({batch_len} bytes left by the kill)"
+        );
+        // The next message continues what is seen: the batch's last message, or the start.
+        let before_next = &seen[seen.len() - 2];
+        let want = if batch_seen == n { &uuids[n - 1] } else { &first };
+        assert_eq!(seen.last(), Some(&next), "round {round}");
+        assert_eq!(before_next, want, "round {round}");
+        // No journal is left, and no message line of the batch is in the file twice.
+        let journal = path.with_file_name(format!(".{sid}.jsonl.chainlog-batch"));
+        assert!(!journal.exists(), "round {round}: journal left");
+        let text = std::fs::read_to_string(&path).unwrap();
+        for u in [&uuids[0], &uuids[n - 1]] {
+            let count = text.matches(&format!("\"uuid\":\"{u}\"")).count();
+            assert!(count <= 1, "round {round}: {u} written {count} times");
+        }
+        std::fs::remove_file(&path).unwrap();
+    }
+    eprintln!("{rounds} kill rounds: {none} before the transcript grew, {torn} torn mid-write, {whole} whole");
+    assert!(torn > 0, "no kill landed in the middle of a write: the test proved nothing");
+}
+
+/// A 100 MB `append` holds a bounded amount in memory: its input streams into the batch's
+/// journal (was 640 MB, the entries of the whole batch parsed at once).
+#[test]
+fn a_large_append_streams_its_batch() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (claude, index) = (tmp.path().join("claude"), tmp.path().join("index"));
+    let sid = "00000100-0000-4000-8000-00000000cafe";
+    let path = one_message_session(&claude, sid, "00000100-0000-4000-8000-0000000f1257");
+    let (input, uuids) = batch_input(100, 50_000, 2000);
+    assert!(input.len() > 100_000_000);
+    let input_path = tmp.path().join("batch.jsonl");
+    std::fs::write(&input_path, &input).unwrap();
+    drop(input);
+    let out = Command::new("/usr/bin/time")
+        .args(["-f", "peak-rss-kib=%M", env!("CARGO_BIN_EXE_chainlog")])
+        .args(["append", sid, "--claude-dir"])
+        .arg(&claude)
+        .arg("--index-dir")
+        .arg(&index)
+        .stdin(std::fs::File::open(&input_path).unwrap())
+        .output()
+        .expect("/usr/bin/time (GNU time) measures peak memory");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let kib: u64 = err
+        .lines()
+        .rev()
+        .find_map(|l| l.strip_prefix("peak-rss-kib="))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no peak RSS in: {err}"));
+    eprintln!("append of a 100 MB batch: peak RSS {} MiB", kib >> 10);
+    let printed = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(printed.lines().count(), uuids.len(), "every uuid acknowledged");
+    assert_eq!(resumed(&claude, &index, sid).len(), uuids.len() + 1);
+    assert!(std::fs::metadata(&path).unwrap().len() > 100_000_000);
+    assert!(kib < 96 << 10, "peak RSS {kib} KiB");
+}
