@@ -36,12 +36,8 @@ impl Dir {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(stdin.as_bytes())
-            .unwrap();
+        // A command refused before it reads its input closes the pipe: not an error here.
+        let _ = child.stdin.take().unwrap().write_all(stdin.as_bytes());
         child.wait_with_output().unwrap()
     }
     fn ok(&self, args: &[&str], stdin: &str) -> Vec<String> {
@@ -273,5 +269,222 @@ fn messages_carry_the_git_branch_of_the_project() {
     assert!(!ls.is_empty());
     for l in ls.iter().filter(|l| l.get("uuid").is_some()) {
         assert_eq!(l["gitBranch"], "topic/login", "{l}");
+    }
+}
+
+/// Every file and link under `root` with what it is (a link's target, a hash of a file's
+/// bytes).
+fn snapshot(root: &Path) -> Vec<(PathBuf, String)> {
+    let mut out = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(rd) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in rd {
+            let p = e.unwrap().path();
+            let m = std::fs::symlink_metadata(&p).unwrap();
+            let what = if m.file_type().is_symlink() {
+                format!("link {}", std::fs::read_link(&p).unwrap().display())
+            } else if m.is_dir() {
+                stack.push(p.clone());
+                "dir".into()
+            } else if m.is_file() {
+                use std::hash::{Hash, Hasher};
+                let mut h = std::collections::hash_map::DefaultHasher::new();
+                std::fs::read(&p).unwrap().hash(&mut h);
+                format!("file {:x}", h.finish())
+            } else {
+                format!("special {:o}", m.permissions().mode())
+            };
+            out.push((p, what));
+        }
+    }
+    out.sort();
+    out
+}
+
+fn mkfifo(p: &Path) {
+    assert!(Command::new("mkfifo").arg(p).status().unwrap().success());
+}
+
+const SID2: &str = "7e57c0de-0000-4000-8000-000000000002";
+const SID3: &str = "7e57c0de-0000-4000-8000-000000000003";
+
+#[test]
+fn writers_never_write_through_links_or_into_special_files() {
+    let d = dir();
+    with_session(&d);
+    let project = d.session_path(SID).parent().unwrap().to_path_buf();
+    let outside = d.tmp.path().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(outside.join("file"), "keep\n").unwrap();
+    let msg = r#"{"type":"user","message":{"role":"user","content":"x"}}"#;
+
+    // A session file that is a link to a file outside, or a dangling link.
+    std::os::unix::fs::symlink(outside.join("file"), project.join(format!("{SID2}.jsonl")))
+        .unwrap();
+    std::os::unix::fs::symlink(outside.join("new"), project.join(format!("{SID3}.jsonl"))).unwrap();
+    // An agent file that is a link; a subagents folder that is a link.
+    let sub = project.join(SID).join("subagents");
+    std::fs::create_dir_all(&sub).unwrap();
+    std::os::unix::fs::symlink(outside.join("file"), sub.join("agent-a1.jsonl")).unwrap();
+    let other = "7e57c0de-0000-4000-8000-000000000004";
+    d.ok(&["append", other], msg);
+    std::fs::create_dir_all(project.join(other)).unwrap();
+    std::os::unix::fs::symlink(&outside, project.join(other).join("subagents")).unwrap();
+    // A FIFO where a session file would be.
+    let fifo_sid = "7e57c0de-0000-4000-8000-000000000005";
+    mkfifo(&project.join(format!("{fifo_sid}.jsonl")));
+
+    let tree = || (snapshot(&d.claude()), snapshot(&outside));
+    let before = tree();
+    let cases: Vec<Vec<&str>> = vec![
+        vec!["append", SID2],
+        vec!["append", SID3],
+        vec!["append", SID, "--agent", "a1"],
+        vec!["append", other, "--agent", "a2"],
+        vec!["append", fifo_sid],
+        vec!["title", SID2, "t"],
+        vec!["tag", SID3, "t"],
+        vec!["fork", SID2],
+        vec!["branch", SID3],
+    ];
+    for args in &cases {
+        let out = d.run(args, msg);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_ne!(out.status.code(), Some(0), "{args:?} succeeded");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        assert!(tree() == before, "{args:?} changed the tree: {err}");
+    }
+    // The refusals say why.
+    let err =
+        String::from_utf8_lossy(&d.run(&["append", SID, "--agent", "a1"], msg).stderr).into_owned();
+    assert!(err.contains("symbolic link"), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(outside.join("file")).unwrap(),
+        "keep\n"
+    );
+    assert!(!outside.join("new").exists());
+}
+
+#[test]
+fn ids_that_are_not_ids_are_refused_before_anything_is_written() {
+    let d = dir();
+    with_session(&d);
+    let before = snapshot(&d.claude());
+    let msg = r#"{"type":"user","message":{"role":"user","content":"x"}}"#;
+    for agent in ["a\nb", ".", "..", "a/b", "a.b", " ", "é", ""] {
+        let out = d.run(&["append", SID, "--agent", agent], msg);
+        assert_eq!(out.status.code(), Some(2), "--agent {agent:?}");
+        assert!(snapshot(&d.claude()) == before, "--agent {agent:?}");
+    }
+    for (key, id) in [
+        ("uuid", "../../etc"),
+        ("uuid", "a\nb"),
+        ("parentUuid", "../x"),
+        ("agentId", "."),
+        ("sessionId", "x/y"),
+    ] {
+        let line = format!(
+            r#"{{"type":"user","{key}":{},"message":{{"role":"user","content":"x"}}}}"#,
+            serde_json::to_string(id).unwrap()
+        );
+        let out = d.run(&["append", SID], &line);
+        assert_eq!(out.status.code(), Some(2), "{key} {id:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("<stdin>:1"), "{err}");
+        assert!(snapshot(&d.claude()) == before, "{key} {id:?}");
+    }
+    // `agent-<id>` names agent `<id>`, as a target does.
+    d.ok(&["append", SID, "--agent", "agent-abc"], msg);
+    let sub = d.session_path(SID).with_extension("").join("subagents");
+    assert!(sub.join("agent-abc.jsonl").is_file());
+    assert!(!sub.join("agent-agent-abc.jsonl").exists());
+}
+
+/// Writers over a random tree of transcripts, links (to files and folders inside and outside,
+/// dangling), FIFOs and folders in place of files: every verb either writes a regular file
+/// inside the project folder or is refused, and nothing outside it, nor any link, FIFO or
+/// other transcript, changes.
+#[test]
+fn writers_over_a_random_tree_of_links_and_special_files_touch_only_regular_files() {
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(2929);
+    for round in 0..6 {
+        let d = dir();
+        with_session(&d);
+        let project = d.session_path(SID).parent().unwrap().to_path_buf();
+        let outside = d.tmp.path().join("outside");
+        std::fs::create_dir_all(outside.join("dir")).unwrap();
+        std::fs::write(outside.join("file"), "keep\n").unwrap();
+        let sids: Vec<String> = (0..8)
+            .map(|i| format!("7e57c0de-0000-4000-8000-0000000001{round}{i}"))
+            .collect();
+        for s in &sids {
+            let p = project.join(format!("{s}.jsonl"));
+            match rng.random_range(0..7) {
+                0 => std::os::unix::fs::symlink(outside.join("file"), &p).unwrap(),
+                1 => std::os::unix::fs::symlink(outside.join("gone"), &p).unwrap(),
+                2 => std::os::unix::fs::symlink(d.session_path(SID), &p).unwrap(),
+                3 => mkfifo(&p),
+                4 => std::fs::create_dir(&p).unwrap(),
+                5 => {
+                    d.ok(
+                        &["append", s],
+                        r#"{"type":"user","message":{"role":"user","content":"y"}}"#,
+                    );
+                }
+                _ => {}
+            }
+            let sub = project.join(s);
+            match rng.random_range(0..4) {
+                0 => std::os::unix::fs::symlink(outside.join("dir"), &sub).unwrap(),
+                1 => {
+                    std::fs::create_dir_all(&sub).unwrap();
+                    std::os::unix::fs::symlink(outside.join("dir"), sub.join("subagents")).unwrap();
+                }
+                2 => {
+                    std::fs::create_dir_all(sub.join("subagents")).unwrap();
+                    std::os::unix::fs::symlink(
+                        outside.join("file"),
+                        sub.join("subagents/agent-a1.jsonl"),
+                    )
+                    .unwrap();
+                }
+                _ => {}
+            }
+        }
+        let outside_before = snapshot(&outside);
+        for _ in 0..12 {
+            let s = sids[rng.random_range(0..sids.len())].as_str();
+            let msg = r#"{"type":"user","message":{"role":"user","content":"z"}}"#;
+            let args: Vec<&str> = match rng.random_range(0..6) {
+                0 => vec!["append", s],
+                1 => vec!["append", s, "--agent", "a1"],
+                2 => vec!["title", s, "t"],
+                3 => vec!["tag", s, "t"],
+                4 => vec!["fork", s],
+                _ => vec!["branch", s],
+            };
+            let links_before: Vec<_> = snapshot(&project)
+                .into_iter()
+                .filter(|(_, w)| !w.starts_with("file") && w != "dir")
+                .collect();
+            let out = d.run(&args, msg);
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(
+                matches!(out.status.code(), Some(0..=2)),
+                "{args:?}: {:?} {err}",
+                out.status
+            );
+            assert!(!err.contains("panicked"), "{args:?}: {err}");
+            assert_eq!(snapshot(&outside), outside_before, "{args:?}: {err}");
+            let links_after: Vec<_> = snapshot(&project)
+                .into_iter()
+                .filter(|(_, w)| !w.starts_with("file") && w != "dir")
+                .collect();
+            assert_eq!(links_after, links_before, "{args:?}: {err}");
+        }
     }
 }

@@ -246,7 +246,11 @@ fn cli(claude: &Path, index: &Path, args: &[&str], stdin: &str) -> std::process:
 
 fn resumed(claude: &Path, index: &Path, sid: &str) -> Vec<String> {
     let out = cli(claude, index, &["resume", sid, "--format", "uuids"], "");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8(out.stdout)
         .unwrap()
         .lines()
@@ -271,7 +275,11 @@ fn a_batch_killed_anywhere_is_seen_whole_or_not_at_all() {
         let first = format!("{round:08x}-0000-4000-8000-0000000f1257");
         let path = one_message_session(&claude, &sid, &first);
         // Mostly in-memory batches (one write), every tenth one past 8 MiB (journalled as made).
-        let (n, text) = if round % 10 == 9 { (3000, 3000) } else { (1500, 1000) };
+        let (n, text) = if round % 10 == 9 {
+            (3000, 3000)
+        } else {
+            (1500, 1000)
+        };
         let (input, uuids) = batch_input(round, n, text);
         let pre = std::fs::metadata(&path).unwrap().len();
         let mut child = Command::new(env!("CARGO_BIN_EXE_chainlog"))
@@ -284,7 +292,12 @@ fn a_batch_killed_anywhere_is_seen_whole_or_not_at_all() {
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(input.as_bytes())
+            .unwrap();
         if round % 2 == 0 {
             // Once the transcript starts growing, after 0–300 µs.
             let t0 = std::time::Instant::now();
@@ -296,7 +309,9 @@ fn a_batch_killed_anywhere_is_seen_whole_or_not_at_all() {
             }
             std::thread::sleep(std::time::Duration::from_micros(rng.random_range(0..300)));
         } else {
-            std::thread::sleep(std::time::Duration::from_micros(rng.random_range(0..150_000)));
+            std::thread::sleep(std::time::Duration::from_micros(
+                rng.random_range(0..150_000),
+            ));
         }
         let _ = child.kill();
         child.wait().unwrap();
@@ -321,8 +336,17 @@ fn a_batch_killed_anywhere_is_seen_whole_or_not_at_all() {
                 "round {round}: resume sees {batch_seen} of {n} after a kill that left {batch_len} bytes"
             );
         }
-        let out = cli(&claude, &index, &["append", &sid], &format!("{next_line}\n"));
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let out = cli(
+            &claude,
+            &index,
+            &["append", &sid],
+            &format!("{next_line}\n"),
+        );
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         let seen = resumed(&claude, &index, &sid);
         let batch_seen = uuids.iter().filter(|u| seen.contains(u)).count();
         assert!(
@@ -331,7 +355,11 @@ fn a_batch_killed_anywhere_is_seen_whole_or_not_at_all() {
         );
         // The next message continues what is seen: the batch's last message, or the start.
         let before_next = &seen[seen.len() - 2];
-        let want = if batch_seen == n { &uuids[n - 1] } else { &first };
+        let want = if batch_seen == n {
+            &uuids[n - 1]
+        } else {
+            &first
+        };
         assert_eq!(seen.last(), Some(&next), "round {round}");
         assert_eq!(before_next, want, "round {round}");
         // No journal is left, and no message line of the batch is in the file twice.
@@ -344,8 +372,13 @@ fn a_batch_killed_anywhere_is_seen_whole_or_not_at_all() {
         }
         std::fs::remove_file(&path).unwrap();
     }
-    eprintln!("{rounds} kill rounds: {none} before the transcript grew, {torn} torn mid-write, {whole} whole");
-    assert!(torn > 0, "no kill landed in the middle of a write: the test proved nothing");
+    eprintln!(
+        "{rounds} kill rounds: {none} before the transcript grew, {torn} torn mid-write, {whole} whole"
+    );
+    assert!(
+        torn > 0,
+        "no kill landed in the middle of a write: the test proved nothing"
+    );
 }
 
 /// A 100 MB `append` holds a bounded amount in memory: its input streams into the batch's
@@ -380,7 +413,11 @@ fn a_large_append_streams_its_batch() {
         .unwrap_or_else(|| panic!("no peak RSS in: {err}"));
     eprintln!("append of a 100 MB batch: peak RSS {} MiB", kib >> 10);
     let printed = String::from_utf8(out.stdout).unwrap();
-    assert_eq!(printed.lines().count(), uuids.len(), "every uuid acknowledged");
+    assert_eq!(
+        printed.lines().count(),
+        uuids.len(),
+        "every uuid acknowledged"
+    );
     assert_eq!(resumed(&claude, &index, sid).len(), uuids.len() + 1);
     assert!(std::fs::metadata(&path).unwrap().len() > 100_000_000);
     assert!(kib < 96 << 10, "peak RSS {kib} KiB");
