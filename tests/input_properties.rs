@@ -210,3 +210,43 @@ proptest! {
         }
     }
 }
+
+/// The fuzz targets' checks (`fuzz/checks.rs`), shared with the cargo-fuzz targets.
+#[path = "../fuzz/checks.rs"]
+mod fuzz_checks;
+
+/// The fuzz targets' seed corpus (every fixture, bad ones included) through both fuzz checks,
+/// whole and cut at each tenth: what CI ran under libFuzzer, replayed without a nightly
+/// sanitizer build (libFuzzer itself is run by hand, see `fuzz/Cargo.toml`).
+#[test]
+fn fuzz_checks_hold_on_the_seed_corpus() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
+    let mut seeds = 0;
+    for dir in ["a5", "bad"] {
+        for e in std::fs::read_dir(root.join(dir)).unwrap() {
+            let path = e.unwrap().path();
+            if path.extension().is_none_or(|x| x != "jsonl") {
+                continue;
+            }
+            let data = std::fs::read(&path).unwrap();
+            for tenth in [10, 3, 7] {
+                let cut = &data[..data.len() * tenth / 10];
+                fuzz_checks::transcript(cut);
+                fuzz_checks::index(cut);
+            }
+            seeds += 1;
+        }
+    }
+    assert!(seeds > 30, "{seeds} seeds");
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    /// Both fuzz checks on transcript-like bytes.
+    #[test]
+    fn fuzz_checks_hold_on_any_bytes(data in fuzz_bytes()) {
+        fuzz_checks::transcript(&data);
+        fuzz_checks::index(&data);
+    }
+}
