@@ -328,9 +328,8 @@ impl SessionWriter {
         let mut sinks: Vec<(&str, &mut Sink)> = vec![("", &mut self.main)];
         sinks.extend(self.agents.iter_mut().map(|(k, v)| (k.as_str(), v)));
         for (agent, sink) in sinks {
-            let new_agent = !sink.main && !sink.path.exists();
             let done = sink.flush(&self.store, &stamp, self.opts.fsync, commit)?;
-            if new_agent && done.bytes > 0 {
+            if !sink.main && done.created && done.bytes > 0 {
                 let meta = self
                     .agent_meta
                     .get(agent)

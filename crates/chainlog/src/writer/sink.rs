@@ -58,6 +58,8 @@ pub struct FileFlush {
     pub duplicates: Vec<String>,
     /// Bytes appended.
     pub bytes: u64,
+    /// The file was created by this flush.
+    pub created: bool,
 }
 
 /// One transcript file and what the writer knows about it.
@@ -238,7 +240,11 @@ impl Sink {
         drop(file);
         self.known_len = Some(end);
         self.index(store)?.catch_up()?;
-        Ok(FileFlush { bytes, ..out })
+        Ok(FileFlush {
+            bytes,
+            created,
+            ..out
+        })
     }
 
     /// Drops the batch being made: nothing of it reaches the file.
