@@ -243,7 +243,7 @@ impl Store {
             path: db_path.clone(),
             source: IndexFault::Other(format!(
                 "busy: another process has held its lock for more than {} s (stopped?)",
-                wait::LOCK_WAIT.as_secs()
+                wait::lock_wait().as_secs_f64()
             )),
         };
         if self.busy.lock().is_ok_and(|b| b.contains(&db_path)) {

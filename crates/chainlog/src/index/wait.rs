@@ -25,6 +25,18 @@ use std::time::{Duration, Instant};
 /// The longest a command waits for another process's index lock before answering without it.
 pub const LOCK_WAIT: Duration = Duration::from_secs(2);
 
+/// [`LOCK_WAIT`], or `CHAINLOG_LOCK_WAIT_MS` milliseconds when that is set (tests that stop a
+/// process on purpose shorten every other command's wait; read once per process).
+pub fn lock_wait() -> Duration {
+    static WAIT: std::sync::OnceLock<Duration> = std::sync::OnceLock::new();
+    *WAIT.get_or_init(|| {
+        std::env::var("CHAINLOG_LOCK_WAIT_MS")
+            .ok()
+            .and_then(|ms| ms.parse().ok())
+            .map_or(LOCK_WAIT, Duration::from_millis)
+    })
+}
+
 /// How often the caller looks at the gate.
 const POLL: Duration = Duration::from_millis(20);
 
@@ -53,7 +65,7 @@ pub fn waiting<T>(f: impl FnOnce() -> T) -> T {
     out
 }
 
-/// Runs `f` on a worker thread; `None` when it waited on a lock for more than [`LOCK_WAIT`]
+/// Runs `f` on a worker thread; `None` when it waited on a lock for more than [`lock_wait`]
 /// (the worker is then left behind). A panic of the worker is resumed on the caller.
 pub fn bounded<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Option<T> {
     let gate = Arc::new(Gate {
@@ -86,7 +98,7 @@ pub fn bounded<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Opt
                 let since = gate.since.load(Ordering::Acquire);
                 if since != 0 {
                     let began = Duration::from_micros(since - 1);
-                    if gate.epoch.elapsed().saturating_sub(began) > LOCK_WAIT {
+                    if gate.epoch.elapsed().saturating_sub(began) > lock_wait() {
                         return None;
                     }
                 }
