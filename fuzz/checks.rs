@@ -54,7 +54,9 @@ pub fn index(data: &[u8]) {
     let path = dir.path().join("projects/-p/s.jsonl");
     std::fs::create_dir_all(path.parent().expect("a parent")).expect("a folder");
     let store = Store::new(dir.path().join("index"));
-    let cut = data.first().map_or(0, |&b| usize::from(b) * data.len() / 256);
+    let cut = data
+        .first()
+        .map_or(0, |&b| usize::from(b) * data.len() / 256);
     std::fs::write(&path, &data[..cut]).expect("write");
     let _ = store.catch_up(&path);
     std::fs::write(&path, data).expect("write");

@@ -400,7 +400,10 @@ fn ids_that_are_not_ids_are_refused_before_anything_is_written() {
     d.ok(&["append", SID, "--agent", "agent-abc"], msg);
     let sub = d.session_path(SID).with_extension("").join("subagents");
     assert!(sub.join("agent-abc.jsonl").is_file());
-    assert!(sub.join("agent-abc.meta.json").is_file(), "the agent's meta file");
+    assert!(
+        sub.join("agent-abc.meta.json").is_file(),
+        "the agent's meta file"
+    );
     assert!(!sub.join("agent-agent-abc.jsonl").exists());
 }
 
