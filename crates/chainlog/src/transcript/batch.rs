@@ -280,14 +280,17 @@ fn for_lines(
     for_chunks(file, path, from, to, |chunk| {
         let mut rest = chunk;
         while let Some(i) = memchr::memchr(b'\n', rest) {
-            if carry.is_empty() {
+            let n = if carry.is_empty() {
                 f(&rest[..=i])?;
+                i + 1
             } else {
                 carry.extend_from_slice(&rest[..=i]);
                 f(&carry)?;
+                let n = carry.len();
                 carry.clear();
-            }
-            end += (carry.len() + i + 1) as u64;
+                n
+            };
+            end += n as u64;
             rest = &rest[i + 1..];
         }
         carry.extend_from_slice(rest);
@@ -436,4 +439,143 @@ pub fn settle_path(path: &Path) -> Result<Settled> {
         return Ok(Settled::Nothing);
     };
     settle(&folder, name, &mut file, true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    /// A transcript `before` bytes long, a batch of `batch` lines journalled for it, and the
+    /// transcript as `state` leaves it (what a killed writer and Claude Code did); returns the
+    /// file after [`settle`] and what it said.
+    fn settled(
+        before: &[u8],
+        batch: &[&[u8]],
+        state: impl Fn(&[u8]) -> Vec<u8>,
+    ) -> (Vec<u8>, Settled) {
+        let tmp = tempfile::tempdir().unwrap();
+        let folder = Folder::open(tmp.path(), false).unwrap();
+        let jname = journal_name("s.jsonl");
+        // A commit (here into a scratch file) removes its journal.
+        let mut b = Batch::new("s.jsonl", before.len() as u64);
+        for l in batch {
+            b.push(&folder, l).unwrap();
+        }
+        b.commit(&folder, &mut tempfile::tempfile().unwrap(), false)
+            .unwrap();
+        assert!(folder.stat(&jname).unwrap().is_none());
+        // The journal as a writer killed after writing it leaves it.
+        let bytes = batch.concat();
+        let trailer = Trailer {
+            start: before.len() as u64,
+            len: bytes.len() as u64,
+            xxh3: xxh3_64(&bytes),
+        };
+        let mut journal = bytes.clone();
+        journal.extend_from_slice(&serde_json::to_vec(&trailer).unwrap());
+        journal.push(b'\n');
+        std::fs::write(tmp.path().join(&jname), &journal).unwrap();
+        let mut file = std::fs::File::create(tmp.path().join("s.jsonl")).unwrap();
+        file.write_all(before).unwrap();
+        file.write_all(&state(&bytes)).unwrap();
+        drop(file);
+        let mut file = folder.open_locked("s.jsonl", false).unwrap().unwrap();
+        let what = settle(&folder, "s.jsonl", &mut file, false).unwrap();
+        assert!(
+            folder.stat(&jname).unwrap().is_none(),
+            "settle removes the journal"
+        );
+        (std::fs::read(tmp.path().join("s.jsonl")).unwrap(), what)
+    }
+
+    #[test]
+    fn a_killed_batch_is_completed_or_found_whole() {
+        let before: &[u8] = b"{\"a\":1}\n";
+        let lines: [&[u8]; 3] = [b"{\"b\":2}\n", b"{\"c\":3}\n", b"{\"d\":4}\n"];
+        let whole: Vec<u8> = [before, &lines.concat()].concat();
+        // Not written at all, cut inside a line, cut between lines, one byte short.
+        for cut in [0, 3, 8, 12, 23] {
+            let (got, what) = settled(before, &lines, |b| b[..cut].to_vec());
+            assert_eq!(got, whole, "cut at {cut}");
+            assert_eq!(what, Settled::Completed(24 - cut as u64), "cut at {cut}");
+        }
+        let (got, what) = settled(before, &lines, <[u8]>::to_vec);
+        assert_eq!((got, what), (whole.clone(), Settled::Complete));
+        // Claude Code appended after a torn batch: its line stays, the missing lines follow.
+        let foreign: &[u8] = b"{\"cc\":9}\n";
+        let (got, _) = settled(before, &lines, |b| [&b[..12], foreign].concat());
+        let want = [
+            before,
+            lines[0],
+            &lines[1][..4],
+            foreign,
+            lines[1],
+            lines[2],
+        ]
+        .concat();
+        assert_eq!(
+            String::from_utf8_lossy(&got),
+            String::from_utf8_lossy(&want)
+        );
+        // A line still being written after it: the missing lines follow a fence.
+        let (got, _) = settled(before, &lines, |b| [&b[..12], &b"{\"cc\""[..]].concat());
+        let want = [
+            before,
+            lines[0],
+            &lines[1][..4],
+            b"{\"cc\"\n",
+            lines[1],
+            lines[2],
+        ]
+        .concat();
+        assert_eq!(got, want);
+        // ... or before the batch began: every line of the batch is there once.
+        let (got, _) = settled(before, &lines, |b| [foreign, b].concat());
+        assert_eq!(got, [before, foreign, &lines.concat()].concat());
+    }
+
+    #[test]
+    fn a_journal_without_its_trailer_is_dropped_and_the_file_untouched() {
+        let tmp = tempfile::tempdir().unwrap();
+        let folder = Folder::open(tmp.path(), false).unwrap();
+        std::fs::write(tmp.path().join("s.jsonl"), b"{}\n").unwrap();
+        let jname = journal_name("s.jsonl");
+        for journal in [
+            &b""[..],
+            b"{\"b\":2}\n",
+            b"{\"b\":2}\n{\"start\":3,\"len\":8,\"xxh3\":1}\n",
+        ] {
+            std::fs::write(tmp.path().join(&jname), journal).unwrap();
+            let mut file = folder.open_locked("s.jsonl", false).unwrap().unwrap();
+            let what = settle(&folder, "s.jsonl", &mut file, false).unwrap();
+            assert_eq!(what, Settled::Dropped);
+            assert!(folder.stat(&jname).unwrap().is_none());
+            assert_eq!(std::fs::read(tmp.path().join("s.jsonl")).unwrap(), b"{}\n");
+        }
+    }
+
+    #[test]
+    fn a_batch_past_memory_is_journalled_as_it_is_made() {
+        let tmp = tempfile::tempdir().unwrap();
+        let folder = Folder::open(tmp.path(), false).unwrap();
+        let mut b = Batch::new("s.jsonl", 0);
+        let line = [vec![b'x'; 999_999], vec![b'\n']].concat();
+        let n = IN_MEMORY / line.len() + 3;
+        for _ in 0..n {
+            b.push(&folder, &line).unwrap();
+        }
+        assert!(
+            folder.stat(&journal_name("s.jsonl")).unwrap().is_some(),
+            "spilled"
+        );
+        let mut out = folder.open_append("s.jsonl").unwrap();
+        let written = b.commit(&folder, &mut out, false).unwrap();
+        assert_eq!(written, (n * line.len()) as u64);
+        assert_eq!(
+            std::fs::read(tmp.path().join("s.jsonl")).unwrap(),
+            line.repeat(n)
+        );
+        assert!(folder.stat(&journal_name("s.jsonl")).unwrap().is_none());
+    }
 }
