@@ -41,6 +41,11 @@
 //! References such as "format.md §A5 step 8" name a section of `docs/format.md` in the
 //! repository: the transcript format and the resume algorithm chainlog implements.
 
+/// The README's examples, compiled by `cargo test` (`no_run`: they name a user's claude dir).
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+pub struct ReadmeExamples;
+
 mod catalog;
 mod chain;
 mod error;
