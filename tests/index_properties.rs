@@ -1,6 +1,7 @@
 //! Property test: any interleaving of appends, torn lines, truncations, rewrites, index
 //! damage, killed writers and rebuilds leaves the index answering — itself, never through the
-//! fallback to a full scan — exactly what a full scan answers.
+//! fallback to a full scan — exactly what a full scan answers; and after damage to the search
+//! index, `search` answers what a fresh search index answers.
 //! Transcripts come from the generator with every feature on (branches, compactions with and
 //! without preserved segments, snips, progress, sidechains, metadata mid-file, corruption);
 //! extra ops write the shapes an incremental catch-up can get wrong: long runs of non-turn
@@ -56,6 +57,9 @@ enum Op {
     CorruptIndex,
     /// Delete the index files.
     DeleteIndex,
+    /// Search, flip bytes in the search index's file number `n` (of its files sorted), and
+    /// search again: the answer is a fresh index's.
+    DamageSearch(usize),
     /// Kill a child process rebuilding the index after this many ms, then open a new store.
     Reopen(u64),
     /// Stop (SIGSTOP) a child process rebuilding the index after this many ms; other
@@ -81,6 +85,7 @@ fn op() -> impl Strategy<Value = Op> {
         2 => Just(Op::Rewrite),
         2 => Just(Op::CorruptIndex),
         2 => Just(Op::DeleteIndex),
+        2 => (0usize..64).prop_map(Op::DamageSearch),
         2 => (0u64..40).prop_map(Op::Reopen),
         1 => (0u64..60).prop_map(Op::Stopped),
         2 => Just(Op::Rebuild),
@@ -132,21 +137,77 @@ fn check(store: &Store, path: &Path, step: usize) -> Result<(), TestCaseError> {
 fn damage(dir: &Path, delete: bool) {
     for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
         let p = e.path();
+        // The search indexes' folder (`DamageSearch` damages it).
+        if p.is_dir() {
+            continue;
+        }
         if delete {
             std::fs::remove_file(&p).unwrap();
             continue;
         }
-        let mut bytes = std::fs::read(&p).unwrap();
-        let n = bytes.len();
-        if n == 0 {
-            continue;
-        }
-        for k in 0..64 {
-            let i = (k * 7919 + 4096) % n;
-            bytes[i] ^= 0x5a;
-        }
-        std::fs::write(&p, bytes).unwrap();
+        flip(&p);
     }
+}
+
+fn flip(p: &Path) {
+    let mut bytes = std::fs::read(p).unwrap();
+    let n = bytes.len();
+    if n == 0 {
+        return;
+    }
+    for k in 0..64 {
+        let i = (k * 7919 + 4096) % n;
+        bytes[i] ^= 0x5a;
+    }
+    std::fs::write(p, bytes).unwrap();
+}
+
+/// `search test` over the claude dir `claude`: the uuids found, sorted.
+fn searched(store: &Store, claude: &Path) -> Vec<String> {
+    let opts = chainlog::search::SearchOptions {
+        all: true,
+        limit: 100_000,
+        ..Default::default()
+    };
+    let mut out: Vec<String> = chainlog::search::search(store, claude, "test", &opts)
+        .unwrap()
+        .into_iter()
+        .map(|h| h.uuid)
+        .collect();
+    out.sort();
+    out
+}
+
+/// Searches, damages the search index's file number `n`, and compares the next search with a
+/// fresh index's.
+fn damage_search(
+    store: &Store,
+    claude: &Path,
+    index: &Path,
+    n: usize,
+    step: usize,
+) -> Result<(), TestCaseError> {
+    searched(store, claude);
+    let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(index.join("search"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .flat_map(|project| {
+            std::fs::read_dir(project.path())
+                .into_iter()
+                .flatten()
+                .flatten()
+        })
+        .map(|e| e.path())
+        .collect();
+    files.sort();
+    if !files.is_empty() {
+        flip(&files[n % files.len()]);
+    }
+    let fresh = tempfile::tempdir().unwrap();
+    let want = searched(&Store::new(fresh.path()), claude);
+    prop_assert_eq!(searched(store, claude), want, "step {}", step);
+    Ok(())
 }
 
 /// A fresh uuid for injected lines (never produced by the generator).
@@ -495,6 +556,7 @@ proptest! {
                 }
                 Op::CorruptIndex => damage(&index, false),
                 Op::DeleteIndex => damage(&index, true),
+                Op::DamageSearch(n) => damage_search(&store, dir.path(), &index, n, step)?,
                 Op::Reopen(ms) => {
                     drop(store);
                     kill_a_writer(&path, &index, ms);

@@ -159,6 +159,9 @@ pub fn run(cli: &Cli, a: &PathsArgs, verb: Verb, out: &mut impl Write) -> CliRes
     if let Some(b) = bar {
         b.finish_and_clear();
     }
+    if verb == Verb::Rebuild && !rebuild_search(&store, &files) {
+        failed += 1;
+    }
     // The listing table too: the first `ls` after `index` reads no transcript. And the resume
     // views: the next resume of a session reads its view and writes nothing.
     if verb != Verb::Verify {
@@ -195,6 +198,24 @@ pub fn run(cli: &Cli, a: &PathsArgs, verb: Verb, out: &mut impl Write) -> CliRes
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// Drops the search indexes of the projects holding `files` and builds them again (they are
+/// caches too); false, said, when that failed.
+fn rebuild_search(store: &chainlog::Store, files: &[PathBuf]) -> bool {
+    let projects: Vec<PathBuf> = files
+        .iter()
+        .filter_map(|f| f.parent().map(Path::to_path_buf))
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    match chainlog::search::rebuild(store, &projects) {
+        Ok(_) => true,
+        Err(e) => {
+            eprintln!("chainlog: {e}");
+            false
+        }
+    }
 }
 
 fn progress_bar(n: usize) -> Option<indicatif::ProgressBar> {

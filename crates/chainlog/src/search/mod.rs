@@ -19,7 +19,11 @@
 //!   tree takes seconds; the command shows a bar).
 //! - **Ranking** is BM25 over the text. Each hit says whether its message is on the session's
 //!   resumed chain (answered by [`Store::resolve`]) or on a dead branch.
+//! - **Damage** is never a failure: an index not closed by us is checked before it is read,
+//!   a tantivy error or panic starts it over, and the query is answered in the same call
+//!   ([`repair`]). `chainlog rebuild` drops and builds again the indexes it finds ([`rebuild`]).
 
+mod repair;
 mod tail;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -30,7 +34,7 @@ use tantivy::collector::TopDocs;
 use tantivy::query::QueryParser;
 use tantivy::schema::{Field, INDEXED, STORED, STRING, Schema, TEXT, TantivyDocument, Value as _};
 use tantivy::snippet::SnippetGenerator;
-use tantivy::{Index, IndexWriter, Term, doc};
+use tantivy::{Index, IndexWriter, ReloadPolicy, Searcher, TantivyError, Term, doc};
 
 use crate::catalog::discover::list_project;
 use crate::catalog::list::resolve_scope;
@@ -39,6 +43,7 @@ use crate::error::{Error, Result};
 use crate::index::Store;
 use crate::index::progress::Tracker;
 use crate::transcript::id::Id;
+use repair::{Fault, guarded};
 
 /// One message that matches a query.
 #[derive(Debug, Clone, Serialize)]
@@ -120,36 +125,62 @@ fn schema() -> (Schema, Fields) {
     (b.build(), f)
 }
 
-fn search_err(dir: &Path, e: impl std::fmt::Display) -> Error {
-    Error::Index {
-        path: dir.to_path_buf(),
-        source: crate::index::state::IndexFault::Other(format!("search index: {e}")),
-    }
-}
-
 /// The search index of one project directory.
 struct ProjectIndex {
     dir: PathBuf,
     index: Index,
     fields: Fields,
+    /// Deleted and created empty when opened (damaged, or dropped by a rebuild).
+    started_over: bool,
 }
 
 impl ProjectIndex {
+    /// Opens the index of `project_dir`, checked unless its clean mark matches its files; a
+    /// damaged one (or one of another schema) is started over.
     fn open(store: &Store, project_dir: &Path) -> Result<ProjectIndex> {
         let dir = store.search_dir(project_dir);
         std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+        let check = !repair::is_clean(&dir);
+        match guarded(|| Self::load(&dir, check)) {
+            Ok(pi) => Ok(pi),
+            Err(Fault::Other(e)) => Err(e),
+            Err(Fault::Index(_)) => Self::start_over(&dir, false),
+        }
+    }
+
+    /// Opens (or creates) the index in `dir`; `check`: [`repair::check`]s it first, and marks
+    /// it clean if sound.
+    fn load(dir: &Path, check: bool) -> std::result::Result<ProjectIndex, Fault> {
         let (schema, fields) = schema();
-        let mmap =
-            tantivy::directory::MmapDirectory::open(&dir).map_err(|e| search_err(&dir, e))?;
-        let index = if let Ok(i) = Index::open_or_create(mmap, schema.clone()) {
-            i
-        } else {
-            // Another schema or a damaged index: it is a cache, start over.
-            std::fs::remove_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
-            std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
-            Index::create_in_dir(&dir, schema).map_err(|e| search_err(&dir, e))?
-        };
-        Ok(ProjectIndex { dir, index, fields })
+        let mmap = tantivy::directory::MmapDirectory::open(dir)
+            .map_err(|e| Fault::Other(repair::error(dir, e)))?;
+        let index = Index::open_or_create(mmap, schema)?;
+        if check {
+            repair::check(&index)?;
+            repair::mark_clean(dir, &index)?;
+        }
+        Ok(ProjectIndex {
+            dir: dir.to_path_buf(),
+            index,
+            fields,
+            started_over: false,
+        })
+    }
+
+    /// Starts the index in `dir` over after a fault, holding its writer lock: checks it again
+    /// (a fault may be another process's commit seen half-way) and, if damaged or `force`,
+    /// deletes it and creates it empty.
+    fn start_over(dir: &Path, force: bool) -> Result<ProjectIndex> {
+        let lock = repair::writer_lock(dir).map_err(|f| fault_error(dir, f))?;
+        if !force && let Ok(pi) = guarded(|| Self::load(dir, true)) {
+            return Ok(pi);
+        }
+        repair::wipe(dir)?;
+        let pi = guarded(|| Self::load(dir, false)).map_err(|f| fault_error(dir, f));
+        drop(lock);
+        let mut pi = pi?;
+        pi.started_over = true;
+        Ok(pi)
     }
 
     fn marks(&self) -> Marks {
@@ -164,7 +195,11 @@ impl ProjectIndex {
     /// Brings the documents up to date with `sessions` (the transcripts of `project_dir`),
     /// reporting the bytes read as one piece of work on `project_dir`
     /// ([`crate::sidecar::set_progress`]).
-    fn catch_up(&self, project_dir: &Path, sessions: &[PathBuf]) -> Result<SearchCatchUp> {
+    fn catch_up(
+        &self,
+        project_dir: &Path,
+        sessions: &[PathBuf],
+    ) -> std::result::Result<SearchCatchUp, Fault> {
         let mut marks = self.marks();
         let mut plan = Vec::new();
         let live: HashSet<String> = sessions.iter().map(|p| key(p)).collect();
@@ -199,11 +234,20 @@ impl ProjectIndex {
                 std::fs::metadata(p).map_or(0, |m| m.len().saturating_sub(from))
             })
             .sum();
+        // The writer reads the old segments on its own threads (to apply deletes, to merge),
+        // where a panic aborts the process: open them here first, where one is caught.
+        drop(self.searcher()?);
         let mut progress = Tracker::new(project_dir, total);
-        let mut writer: IndexWriter = self
-            .index
-            .writer_with_num_threads(1, 50_000_000)
-            .map_err(|e| search_err(&self.dir, e))?;
+        // Not clean until committed.
+        repair::unmark(&self.dir)?;
+        let mut writer: IndexWriter =
+            self.index
+                .writer_with_num_threads(1, 50_000_000)
+                .map_err(|e| match e {
+                    // Another process writes it: busy, not damaged.
+                    TantivyError::LockFailure(..) => Fault::Other(repair::error(&self.dir, e)),
+                    e => e.into(),
+                })?;
         for k in &gone {
             writer.delete_term(Term::from_field_text(self.fields.path, k));
             marks.remove(k);
@@ -219,6 +263,7 @@ impl ProjectIndex {
                 0
             };
             let f = &self.fields;
+            let mut failed = None;
             let mark = tail::read_messages(p, from, &mut progress, |m| {
                 writer
                     .add_document(doc!(
@@ -232,19 +277,23 @@ impl ProjectIndex {
                         f.text => m.text.as_str(),
                     ))
                     .map(|_| ())
-                    .map_err(|e| search_err(&self.dir, e))
-            })?;
-            marks.insert(k, mark);
+                    .map_err(|e| {
+                        let said = repair::error(&self.dir, &e);
+                        failed = Some(e);
+                        said
+                    })
+            });
+            if let Some(e) = failed {
+                return Err(e.into());
+            }
+            marks.insert(k, mark?);
         }
         let payload = serde_json::to_string(&marks).unwrap_or_default();
-        let mut prepared = writer
-            .prepare_commit()
-            .map_err(|e| search_err(&self.dir, e))?;
+        let mut prepared = writer.prepare_commit()?;
         prepared.set_payload(&payload);
-        prepared.commit().map_err(|e| search_err(&self.dir, e))?;
-        writer
-            .wait_merging_threads()
-            .map_err(|e| search_err(&self.dir, e))?;
+        prepared.commit()?;
+        writer.wait_merging_threads()?;
+        repair::mark_clean(&self.dir, &self.index)?;
         progress.finish();
         Ok(done)
     }
@@ -265,26 +314,102 @@ pub struct SearchCatchUp {
     pub appended: usize,
     /// Transcripts gone from disk whose documents were deleted.
     pub dropped: usize,
+    /// Projects whose search index was deleted and built again from zero: found damaged (or
+    /// unreadable by this version), or dropped by [`rebuild`].
+    pub started_over: usize,
 }
 
-/// Opens and catches up the search index of every project in scope, then calls `each`.
-fn each_project(
+impl SearchCatchUp {
+    fn add(&mut self, c: SearchCatchUp) {
+        self.files += c.files;
+        self.reindexed += c.reindexed;
+        self.appended += c.appended;
+        self.dropped += c.dropped;
+        self.started_over += c.started_over;
+    }
+}
+
+/// The error a fault of the index in `dir` is said as.
+fn fault_error(dir: &Path, f: Fault) -> Error {
+    match f {
+        Fault::Index(why) => repair::error(dir, why),
+        Fault::Other(e) => e,
+    }
+}
+
+/// Catches the search index of `project_dir` up with `sessions` (its transcripts), then reads
+/// it with `read`. A fault of the index starts it over and asks again: the answer comes from a
+/// sound index in the same call.
+fn answer<T>(
+    store: &Store,
+    project_dir: &Path,
+    sessions: &[PathBuf],
+    read: &mut impl FnMut(&ProjectIndex) -> std::result::Result<T, Fault>,
+) -> Result<(T, SearchCatchUp)> {
+    let mut pi = ProjectIndex::open(store, project_dir)?;
+    let mut started_over = pi.started_over;
+    let mut attempt = 0;
+    loop {
+        let r = guarded(|| {
+            let done = pi.catch_up(project_dir, sessions)?;
+            Ok((read(&pi)?, done))
+        });
+        match r {
+            Ok((t, mut done)) => {
+                done.started_over = usize::from(started_over);
+                return Ok((t, done));
+            }
+            Err(Fault::Other(e)) => return Err(e),
+            Err(Fault::Index(why)) if attempt == 2 => return Err(repair::error(&pi.dir, why)),
+            Err(Fault::Index(_)) => {
+                let dir = pi.dir.clone();
+                drop(pi);
+                // The second time, whatever a check says.
+                pi = ProjectIndex::start_over(&dir, attempt > 0)?;
+                started_over |= pi.started_over;
+                attempt += 1;
+            }
+        }
+    }
+}
+
+/// Opens and catches up the search index of every project in scope, and reads each with
+/// `read` ([`answer`]).
+fn each_project<T>(
     store: &Store,
     claude_dir: &Path,
     opts: &SearchOptions,
-    mut each: impl FnMut(&ProjectIndex, SearchCatchUp) -> Result<()>,
-) -> Result<()> {
+    mut read: impl FnMut(&ProjectIndex) -> std::result::Result<T, Fault>,
+) -> Result<Vec<(T, SearchCatchUp)>> {
     let scope = resolve_scope(claude_dir, opts.project.as_deref(), opts.all)?;
+    let mut out = Vec::new();
     for d in &scope.dirs {
         // An unreadable project folder is skipped, as listings skip it.
         let Ok(listing) = list_project(&d.path) else {
             continue;
         };
-        let pi = ProjectIndex::open(store, &d.path)?;
-        let done = pi.catch_up(&d.path, &listing.sessions)?;
-        each(&pi, done)?;
+        out.push(answer(store, &d.path, &listing.sessions, &mut read)?);
     }
-    Ok(())
+    Ok(out)
+}
+
+/// Drops the search index of each of `project_dirs` that has one and builds it again from the
+/// project's transcripts (`chainlog rebuild`); a project never searched gets none.
+pub fn rebuild(store: &Store, project_dirs: &[PathBuf]) -> Result<SearchCatchUp> {
+    let mut total = SearchCatchUp::default();
+    let mut seen = HashSet::new();
+    for d in project_dirs {
+        let dir = store.search_dir(d);
+        if !dir.is_dir() || !seen.insert(dir.clone()) {
+            continue;
+        }
+        let listing = list_project(d)?;
+        drop(ProjectIndex::start_over(&dir, true)?);
+        let ((), mut done) = answer(store, d, &listing.sessions, &mut |_| Ok(()))?;
+        done.started_over = 1;
+        total.add(done);
+    }
+    Ok(total)
 }
 
 /// Brings the search index of every project in scope up to date with its transcripts
@@ -295,13 +420,9 @@ pub fn search_catch_up(
     opts: &SearchOptions,
 ) -> Result<SearchCatchUp> {
     let mut total = SearchCatchUp::default();
-    each_project(store, claude_dir, opts, |_, c| {
-        total.files += c.files;
-        total.reindexed += c.reindexed;
-        total.appended += c.appended;
-        total.dropped += c.dropped;
-        Ok(())
-    })?;
+    for ((), c) in each_project(store, claude_dir, opts, |_| Ok(()))? {
+        total.add(c);
+    }
     Ok(total)
 }
 
@@ -315,10 +436,9 @@ pub fn search(
 ) -> Result<Vec<SearchHit>> {
     let limit = if opts.limit == 0 { 20 } else { opts.limit };
     let mut hits = Vec::new();
-    each_project(store, claude_dir, opts, |pi, _| {
-        hits.extend(pi.query(query, limit)?);
-        Ok(())
-    })?;
+    for (found, _) in each_project(store, claude_dir, opts, |pi| pi.query(query, limit))? {
+        hits.extend(found);
+    }
     hits.sort_by(|a, b| b.score.total_cmp(&a.score));
     hits.truncate(limit);
     mark_chains(store, &mut hits);
@@ -333,10 +453,11 @@ pub fn matching_sessions(
     opts: &SearchOptions,
 ) -> Result<HashSet<PathBuf>> {
     let mut out = HashSet::new();
-    each_project(store, claude_dir, opts, |pi, _| {
-        out.extend(pi.paths_matching(query, 100_000)?);
-        Ok(())
-    })?;
+    for (found, _) in each_project(store, claude_dir, opts, |pi| {
+        pi.paths_matching(query, 100_000)
+    })? {
+        out.extend(found);
+    }
     Ok(out)
 }
 
@@ -348,18 +469,25 @@ impl ProjectIndex {
         parser.parse_query_lenient(query).0
     }
 
-    fn query(&self, query: &str, limit: usize) -> Result<Vec<SearchHit>> {
-        let err = |e| search_err(&self.dir, e);
-        let reader = self.index.reader().map_err(err)?;
-        let searcher = reader.searcher();
+    /// A searcher on the last commit. Searches run on the calling thread (the index's default
+    /// executor), where a panic is caught ([`guarded`]); nothing watches for new commits.
+    fn searcher(&self) -> std::result::Result<Searcher, Fault> {
+        let reader = self
+            .index
+            .reader_builder()
+            .reload_policy(ReloadPolicy::Manual)
+            .try_into()?;
+        Ok(reader.searcher())
+    }
+
+    fn query(&self, query: &str, limit: usize) -> std::result::Result<Vec<SearchHit>, Fault> {
+        let searcher = self.searcher()?;
         let q = self.parse(query);
-        let top = searcher
-            .search(&q, &TopDocs::with_limit(limit).order_by_score())
-            .map_err(err)?;
-        let snippets = SnippetGenerator::create(&searcher, &*q, self.fields.text).map_err(err)?;
+        let top = searcher.search(&q, &TopDocs::with_limit(limit).order_by_score())?;
+        let snippets = SnippetGenerator::create(&searcher, &*q, self.fields.text)?;
         let mut out = Vec::new();
         for (score, addr) in top {
-            let d: TantivyDocument = searcher.doc(addr).map_err(err)?;
+            let d: TantivyDocument = searcher.doc(addr)?;
             let s = |f: Field| {
                 d.get_first(f)
                     .and_then(|v| v.as_str())
@@ -390,17 +518,17 @@ impl ProjectIndex {
         Ok(out)
     }
 
-    fn paths_matching(&self, query: &str, limit: usize) -> Result<HashSet<PathBuf>> {
-        let err = |e| search_err(&self.dir, e);
-        let reader = self.index.reader().map_err(err)?;
-        let searcher = reader.searcher();
+    fn paths_matching(
+        &self,
+        query: &str,
+        limit: usize,
+    ) -> std::result::Result<HashSet<PathBuf>, Fault> {
+        let searcher = self.searcher()?;
         let q = self.parse(query);
-        let top = searcher
-            .search(&q, &TopDocs::with_limit(limit).order_by_score())
-            .map_err(err)?;
+        let top = searcher.search(&q, &TopDocs::with_limit(limit).order_by_score())?;
         let mut out = HashSet::new();
         for (_, addr) in top {
-            let d: TantivyDocument = searcher.doc(addr).map_err(err)?;
+            let d: TantivyDocument = searcher.doc(addr)?;
             if let Some(p) = d.get_first(self.fields.path).and_then(|v| v.as_str()) {
                 out.insert(PathBuf::from(p));
             }
@@ -440,4 +568,98 @@ fn marked(snip: &tantivy::snippet::Snippet) -> String {
     }
     out.push_str(&frag[last..]);
     out.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(n: u32, text: &str) -> String {
+        let id = |n: u32| format!("00000000-0000-4000-8000-{n:012}");
+        let v = serde_json::json!({
+            "parentUuid": (n > 1).then(|| id(n - 1)),
+            "isSidechain": false,
+            "type": "user",
+            "message": {"role": "user", "content": text},
+            "uuid": id(n),
+            "timestamp": format!("2025-05-01T10:00:{n:02}.000Z"),
+            "sessionId": "11111111-1111-4111-8111-111111111111",
+            "cwd": "/work/demo",
+        });
+        format!("{v}\n")
+    }
+
+    fn all() -> SearchOptions {
+        SearchOptions {
+            all: true,
+            limit: 100,
+            ..SearchOptions::default()
+        }
+    }
+
+    fn uuids(store: &Store, claude: &Path, q: &str) -> Vec<String> {
+        let mut out: Vec<String> = search(store, claude, q, &all())
+            .unwrap()
+            .into_iter()
+            .map(|h| h.uuid)
+            .collect();
+        out.sort();
+        out
+    }
+
+    /// Damage no stat sees (bit rot: the clean mark still matches) is found when tantivy reads
+    /// the files, by an error or a panic, and the same call answers from an index built again.
+    #[test]
+    fn damage_behind_a_clean_mark_is_found_by_the_read() {
+        for (ext, cut) in [
+            ("store", Some(4)),
+            ("fast", Some(5)),
+            ("term", None),
+            ("idx", Some(0)),
+        ] {
+            let tmp = tempfile::tempdir().unwrap();
+            let claude = tmp.path().join("claude");
+            let project = claude.join("projects/-work-demo");
+            std::fs::create_dir_all(&project).unwrap();
+            let text: String = (1..=30)
+                .map(|n| line(n, &format!("back up photo {n} with rsync")))
+                .collect();
+            std::fs::write(
+                project.join("11111111-1111-4111-8111-111111111111.jsonl"),
+                text,
+            )
+            .unwrap();
+            let store = Store::new(tmp.path().join("index"));
+            let want = uuids(&store, &claude, "rsync");
+            assert_eq!(want.len(), 30);
+            let dir = store.search_dir(&project);
+            assert!(repair::is_clean(&dir));
+            let file = std::fs::read_dir(&dir)
+                .unwrap()
+                .flatten()
+                .map(|e| e.path())
+                .find(|p| p.extension().is_some_and(|x| x == ext))
+                .unwrap();
+            match cut {
+                Some(len) => std::fs::OpenOptions::new()
+                    .write(true)
+                    .open(&file)
+                    .unwrap()
+                    .set_len(len)
+                    .unwrap(),
+                None => std::fs::remove_file(&file).unwrap(),
+            }
+            // As bit rot would: the mark matches the damaged files.
+            let index = Index::open_in_dir(&dir).unwrap();
+            repair::mark_clean(&dir, &index).unwrap();
+            drop(index);
+            assert!(repair::is_clean(&dir), "{ext}");
+            assert_eq!(uuids(&store, &claude, "rsync"), want, "{ext}");
+            // Sound again: checked, and nothing to read again.
+            let index = Index::open_in_dir(&dir).unwrap();
+            assert!(repair::check(&index).is_ok(), "{ext}");
+            let again = search_catch_up(&store, &claude, &all()).unwrap();
+            assert_eq!((again.reindexed, again.started_over), (0, 0), "{ext}");
+        }
+    }
 }

@@ -146,10 +146,10 @@ pub(super) fn message_text(path: &Path, offset: u64, len: u64) -> Option<String>
     found(&buf, offset, len).map(|f| f.text)
 }
 
-fn mtime_ns(m: &std::fs::Metadata) -> i128 {
+pub(super) fn mtime_ns(m: &std::fs::Metadata) -> i128 {
     i128::from(m.mtime()) * 1_000_000_000 + i128::from(m.mtime_nsec())
 }
 
-fn ctime_ns(m: &std::fs::Metadata) -> i128 {
+pub(super) fn ctime_ns(m: &std::fs::Metadata) -> i128 {
     i128::from(m.ctime()) * 1_000_000_000 + i128::from(m.ctime_nsec())
 }
