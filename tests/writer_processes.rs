@@ -263,6 +263,10 @@ fn resumed(claude: &Path, index: &Path, sid: &str) -> Vec<String> {
 /// the batch or all of it, never a part, and the next append chains after what they see.
 /// Half the rounds kill when the transcript starts growing (mid-write), half at a random time.
 #[test]
+#[allow(
+    clippy::too_many_lines,
+    reason = "one round: kill, classify, check the reader and the next writer"
+)]
 fn a_batch_killed_anywhere_is_seen_whole_or_not_at_all() {
     use rand::{Rng, SeedableRng};
     let tmp = tempfile::tempdir().unwrap();

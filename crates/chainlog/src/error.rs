@@ -89,7 +89,7 @@ pub enum Error {
         /// One line per match (id and path).
         candidates: Vec<String>,
     },
-    /// An id given by a user or an entry that is not an id: empty, longer than [`MAX_ID_LEN`],
+    /// An id given by a user or an entry that is not an id: empty, longer than 128 bytes,
     /// or holding anything but ASCII letters, digits, `-` and `_` (so never a path, a dot
     /// name or a control character).
     #[error("refusing id {id:?}: {reason}")]
@@ -184,7 +184,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 pub const MAX_ID_LEN: usize = 128;
 
 /// The one rule for ids that name files or enter a transcript (format.md §B5): 1 to
-/// [`MAX_ID_LEN`] ASCII letters, digits, `-` or `_`. Every id Claude Code writes (UUIDs, agent
+/// 128 ASCII letters, digits, `-` or `_`. Every id Claude Code writes (UUIDs, agent
 /// ids such as `a4e3ca2` or `aprompt_suggestion-1a2b`) passes; a path, a dot name, a newline or
 /// any other character does not.
 pub fn check_id(id: &str) -> Result<()> {

@@ -21,7 +21,7 @@
 //!   resumed chain (answered by [`Store::resolve`]) or on a dead branch.
 //! - **Damage** is never a failure: an index not closed by us is checked before it is read,
 //!   a tantivy error or panic starts it over, and the query is answered in the same call
-//!   ([`repair`]). `chainlog rebuild` drops and builds again the indexes it finds ([`rebuild`]).
+//!   (`search/repair.rs`). `chainlog rebuild` drops and builds again the indexes it finds ([`rebuild`]).
 
 mod repair;
 mod tail;

@@ -96,6 +96,10 @@ impl Batch {
     }
 
     /// Adds `bytes` (whole lines, each ending in `\n`, or the fence `\n`).
+    #[allow(
+        clippy::single_match_else,
+        reason = "two states, each with its own work"
+    )]
     pub fn push(&mut self, folder: &Folder, bytes: &[u8]) -> Result<()> {
         self.hash.update(bytes);
         self.len += bytes.len() as u64;
@@ -139,6 +143,10 @@ impl Batch {
 
     /// Writes the journal, then the batch to `transcript` (opened for appending, the writers'
     /// lock held), then removes the journal. Returns the bytes appended.
+    #[allow(
+        clippy::single_match_else,
+        reason = "two states, each with its own work"
+    )]
     pub fn commit(self, folder: &Folder, transcript: &mut File, fsync: bool) -> Result<u64> {
         if self.len == 0 {
             return Ok(0);

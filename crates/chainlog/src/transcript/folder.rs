@@ -258,6 +258,8 @@ impl Folder {
 mod tests {
     use super::*;
 
+    use std::os::unix::fs::PermissionsExt;
+
     #[test]
     fn links_and_special_files_are_refused_and_nothing_is_made_at_their_target() {
         let tmp = tempfile::tempdir().unwrap();
@@ -301,7 +303,6 @@ mod tests {
         let sub = f.descend(&["s", "subagents"], true).unwrap().unwrap();
         let mut file = sub.open_append("agent-a1.jsonl").unwrap();
         std::io::Write::write_all(&mut file, b"{}\n").unwrap();
-        use std::os::unix::fs::PermissionsExt;
         let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode(&project.join("s/subagents/agent-a1.jsonl")), 0o600);
         assert_eq!(mode(&project.join("s/subagents")), 0o700);

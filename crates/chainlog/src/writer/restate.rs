@@ -77,7 +77,7 @@ impl Carried {
             return Ok(false);
         }
         self.stated_end = last_statements_end(&file, path, len, self)?;
-        Ok(!self.stated_end.is_some_and(|end| end > window_start))
+        Ok(self.stated_end.is_none_or(|end| end <= window_start))
     }
 }
 
@@ -127,7 +127,7 @@ fn last_statements_end(file: &File, path: &Path, len: u64, c: &Carried) -> Resul
                 ));
             }
             Some("tag") => {
-                tag = Some((v.get("tag").and_then(Value::as_str).map(str::to_owned), at))
+                tag = Some((v.get("tag").and_then(Value::as_str).map(str::to_owned), at));
             }
             _ => {}
         }

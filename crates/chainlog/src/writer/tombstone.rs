@@ -100,9 +100,7 @@ fn rewrite(
     }
     out.sync_all().map_err(|e| Error::io(tmp, e))?;
     if file.metadata().map_err(io)?.len() != len {
-        return Err(Error::Changed {
-            path: path.to_path_buf(),
-        });
+        return Err(Error::Changed { path: path.clone() });
     }
     folder.rename(names.1, names.0)?;
     let _ = folder.sync();
