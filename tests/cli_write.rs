@@ -304,9 +304,7 @@ fn snapshot(root: &Path) -> Vec<(PathBuf, String)> {
     out
 }
 
-fn mkfifo(p: &Path) {
-    assert!(Command::new("mkfifo").arg(p).status().unwrap().success());
-}
+use util::mkfifo;
 
 const SID2: &str = "7e57c0de-0000-4000-8000-000000000002";
 const SID3: &str = "7e57c0de-0000-4000-8000-000000000003";

@@ -170,10 +170,7 @@ fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
-fn mkfifo(path: &Path) {
-    let ok = Command::new("mkfifo").arg(path).status().unwrap();
-    assert!(ok.success(), "mkfifo {}", path.display());
-}
+use util::mkfifo;
 
 /// Asserts `export TARGET --format F -o OUT` is refused for every format: exit 2, an error
 /// naming OUT, and `keep` byte-identical afterwards.

@@ -182,3 +182,12 @@ pub fn copy_real_sessions(tmp: &Path) -> Vec<PathBuf> {
     }
     copies
 }
+
+/// Makes a FIFO at `path` (a special file where a regular one is expected).
+pub fn mkfifo(path: &Path) {
+    let ok = std::process::Command::new("mkfifo")
+        .arg(path)
+        .status()
+        .unwrap();
+    assert!(ok.success(), "mkfifo {}", path.display());
+}

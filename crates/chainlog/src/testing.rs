@@ -35,3 +35,12 @@ pub fn line(n: u64, parent: Option<u64>, ty: &str) -> String {
         id(n)
     )
 }
+
+/// Makes a FIFO at `path` (a special file where a regular one is expected).
+pub fn mkfifo(path: &Path) {
+    let ok = std::process::Command::new("mkfifo")
+        .arg(path)
+        .status()
+        .unwrap();
+    assert!(ok.success(), "mkfifo {}", path.display());
+}

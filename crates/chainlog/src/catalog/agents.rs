@@ -243,13 +243,7 @@ mod tests {
     fn meta_files_are_read_only_when_small_and_regular() {
         let tmp = tempfile::tempdir().unwrap();
         let fifo = tmp.path().join("agent-f.meta.json");
-        assert!(
-            std::process::Command::new("mkfifo")
-                .arg(&fifo)
-                .status()
-                .unwrap()
-                .success()
-        );
+        crate::testing::mkfifo(&fifo);
         // Opening a FIFO for reading would block until a writer comes.
         assert_eq!(read_meta(Some(&fifo)), AgentMeta::default());
         let huge = tmp.path().join("agent-h.meta.json");

@@ -274,13 +274,7 @@ mod tests {
         let linked_project = tmp.path().join("linked-project");
         std::os::unix::fs::symlink(&project, &linked_project).unwrap();
         let fifo = project.join("fifo.jsonl");
-        assert!(
-            std::process::Command::new("mkfifo")
-                .arg(&fifo)
-                .status()
-                .unwrap()
-                .success()
-        );
+        crate::testing::mkfifo(&fifo);
 
         let f = Folder::open(&project, false).unwrap();
         for name in ["dangling.jsonl", "link.jsonl", "fifo.jsonl"] {
