@@ -7,6 +7,8 @@
 use std::fmt;
 use std::path::PathBuf;
 
+use crate::id::Id;
+
 /// Where in a transcript something is.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Position {
@@ -79,7 +81,7 @@ pub enum Error {
         /// The transcript.
         path: PathBuf,
         /// The id and its name.
-        leaf: crate::chain::UnknownLeaf,
+        leaf: UnknownLeaf,
     },
     /// A title or id that names several sessions or agents; the candidates are listed.
     #[error("{what} matches several sessions:\n  {}", candidates.join("\n  "))]
@@ -137,7 +139,7 @@ pub enum Error {
         /// The index file (or the transcript whose rows were read).
         path: PathBuf,
         /// What went wrong.
-        source: crate::index::state::IndexFault,
+        source: IndexFault,
     },
 }
 
@@ -155,7 +157,7 @@ impl Error {
     #[must_use]
     pub fn name_requested(mut self, text: &str) -> Error {
         if let Error::UnknownLeaf { leaf, .. } = &mut self
-            && leaf.id == crate::transcript::id::Id::from_text(text)
+            && leaf.id == Id::from_text(text)
         {
             text.clone_into(&mut leaf.name);
         }
@@ -213,6 +215,108 @@ pub fn check_id(id: &str) -> Result<()> {
         reason,
     })
 }
+
+/// A requested leaf that is not a live message.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("message {name} is not in the transcript (or was removed by a compaction or snip)")]
+pub struct UnknownLeaf {
+    /// The requested id.
+    pub id: Id,
+    /// Its text: the transcript's when it names the id, else the UUID form of the bytes (for a
+    /// non-UUID id a hash: the caller that has the text it asked for names it instead, see
+    /// [`crate::Error::name_requested`]).
+    pub name: String,
+}
+
+/// Why the index could not answer: its storage failed, or a stored value is damaged.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum IndexFault {
+    /// redb failed.
+    #[error(transparent)]
+    Storage(#[from] redb::Error),
+    /// A stored value or key does not decode (or a row it names is missing).
+    #[error("damaged {table} entry: {what}")]
+    Damaged {
+        /// The table.
+        table: &'static str,
+        /// Which entry, and what is wrong.
+        what: String,
+    },
+    /// Another process has held the sidecar's lock for longer than chainlog waits (a stopped
+    /// process holding a write transaction, or a database redb reports as open elsewhere).
+    #[error("busy: another process has held its lock for more than {:.1} s (stopped?)", waited.as_secs_f64())]
+    Busy {
+        /// How long chainlog waited.
+        waited: std::time::Duration,
+    },
+    /// The sidecar's folder or file could not be created or replaced.
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    /// The full-text search index (tantivy) failed.
+    #[error("search index: {0}")]
+    Search(#[source] Box<dyn std::error::Error + Send + Sync>),
+}
+
+impl From<redb::StorageError> for IndexFault {
+    fn from(e: redb::StorageError) -> Self {
+        IndexFault::Storage(e.into())
+    }
+}
+
+impl From<redb::TableError> for IndexFault {
+    fn from(e: redb::TableError) -> Self {
+        IndexFault::Storage(e.into())
+    }
+}
+
+impl From<redb::DatabaseError> for IndexFault {
+    fn from(e: redb::DatabaseError) -> Self {
+        IndexFault::Storage(e.into())
+    }
+}
+
+impl From<redb::TransactionError> for IndexFault {
+    fn from(e: redb::TransactionError) -> Self {
+        IndexFault::Storage(e.into())
+    }
+}
+
+impl From<redb::CommitError> for IndexFault {
+    fn from(e: redb::CommitError) -> Self {
+        IndexFault::Storage(e.into())
+    }
+}
+
+impl From<redb::CompactionError> for IndexFault {
+    fn from(e: redb::CompactionError) -> Self {
+        IndexFault::Storage(e.into())
+    }
+}
+
+impl From<std::convert::Infallible> for IndexFault {
+    fn from(never: std::convert::Infallible) -> Self {
+        match never {}
+    }
+}
+
+impl IndexFault {
+    /// A damaged entry of `table`.
+    pub fn damaged(table: &'static str, what: impl Into<String>) -> IndexFault {
+        IndexFault::Damaged {
+            table,
+            what: what.into(),
+        }
+    }
+
+    /// Whether the fault is damage (rebuild and retry) rather than a storage failure.
+    pub fn is_damage(&self) -> bool {
+        matches!(self, IndexFault::Damaged { .. })
+    }
+}
+
+/// `Result` with [`IndexFault`].
+pub type Fault<T> = Result<T, IndexFault>;
 
 #[cfg(test)]
 mod tests {

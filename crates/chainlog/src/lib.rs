@@ -50,6 +50,7 @@ mod catalog;
 mod chain;
 mod error;
 pub mod export;
+mod id;
 mod index;
 mod resume;
 #[cfg(feature = "search")]
@@ -65,13 +66,13 @@ pub use catalog::paths::claude_dir;
 pub use catalog::{AgentInfo, ListOptions, SessionFacts, SortBy, Target};
 pub use chain::{ChainBreak, LeafRule, Resolution};
 pub use error::{Error, Position, Result};
+pub use id::Id;
 pub use index::ingest::CatchUp;
 pub use index::{Answer, BAD_LINES_KEPT, Source, Store};
 pub use resume::conversation::{Conversation, Pending, ResumeOptions};
 pub use resume::interrupt::Interrupt;
 pub use resume::message::{Block, Message, Role};
 pub use store::{Agents, Listing, ListingRows};
-pub use transcript::id::Id;
 pub use writer::{SessionWriter, WriterOptions};
 
 /// Finding sessions without a [`Store`]: claude dirs, project keys, discovery of project
@@ -99,20 +100,21 @@ pub mod discovery {
 /// faster path must equal.
 pub mod reference {
     pub use crate::chain::{
-        BadLine, ChainBridge, LeafInfo, Link, MessageRow, ResolveOptions, Stop, Transcript,
-        UnknownLeaf, View, leaf_report, leaf_report_full, resolve,
+        BadLine, ChainBridge, LeafInfo, Link, MessageRow, ResolveOptions, Stop, Transcript, View,
+        leaf_report, leaf_report_full, resolve,
     };
+    pub use crate::error::UnknownLeaf;
 }
 
 /// The transcript format: ids, line kinds and flags, line problems, metadata, upgrades of
 /// legacy shapes.
 pub mod format {
     pub use crate::error::check_id;
+    pub use crate::id::IdNames;
     pub use crate::transcript::envelope::{
         Flags, Kind, LineProblem, MessageHead, MetaEntry, Segment, hash64,
     };
     pub use crate::transcript::frame::{FrameSummary, LinePos};
-    pub use crate::transcript::id::IdNames;
     pub use crate::transcript::loose::FieldNote;
     pub use crate::transcript::metadata::{MetaRef, Metadata};
     pub use crate::transcript::time::format_millis;
@@ -123,11 +125,11 @@ pub mod format {
 /// reference loader, faults.
 pub mod sidecar {
     pub use crate::catalog::cache::FactsCache;
+    pub use crate::error::IndexFault;
     pub use crate::index::ingest::ViewUpdate;
     pub use crate::index::progress::{ProgressFn, REPORT_ABOVE, set_progress};
     pub use crate::index::schema::INDEX_SCHEMA_VERSION;
     pub use crate::index::sidechains::SidechainRows;
-    pub use crate::index::state::IndexFault;
     pub use crate::index::verify::{Difference, verify};
 }
 

@@ -18,9 +18,9 @@ use super::discover::{
 use super::{inline, prompt};
 use crate::chain::{MessageRow, ResolveOptions, Transcript, resolve};
 use crate::error::{Error, Result};
+use crate::id::IdNames;
 use crate::resume::{Interrupt, detect, read_view};
 use crate::transcript::envelope::{Flags, Kind};
-use crate::transcript::id::IdNames;
 
 /// One sub-agent of a session.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

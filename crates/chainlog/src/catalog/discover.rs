@@ -28,7 +28,7 @@ use serde::{Deserialize, Serialize};
 use super::paths::projects_root;
 use crate::chain::Transcript;
 use crate::error::{Error, Result};
-use crate::transcript::id::Id;
+use crate::id::Id;
 
 /// A project directory under `<claude>/projects`.
 #[derive(Debug, Clone, PartialEq, Eq)]

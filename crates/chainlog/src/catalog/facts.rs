@@ -31,9 +31,9 @@ use super::prompt;
 use super::shorten;
 use crate::chain::{Link, Resolution, ResolveOptions, Transcript, View, resolve};
 use crate::error::{Error, Result};
+use crate::id::Id;
 use crate::resume::body::entry;
 use crate::transcript::envelope::{Flags, Kind, hash64};
-use crate::transcript::id::Id;
 use crate::transcript::time::format_millis;
 
 /// The title of a session with nothing better to show.

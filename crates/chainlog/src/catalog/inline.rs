@@ -17,9 +17,9 @@ use super::discover::InlineAgent;
 use super::prompt;
 use crate::chain::{MessageRow, Transcript};
 use crate::error::{Error, Result};
+use crate::id::{Id, IdNames};
 use crate::transcript::envelope::{Flags, Kind};
 use crate::transcript::frame::read_line;
-use crate::transcript::id::{Id, IdNames};
 
 /// The sidechain rows of a scanned transcript: `(map position, row)`, in map order.
 pub fn sidechain_rows(t: &Transcript) -> Vec<(u32, MessageRow)> {

@@ -29,8 +29,8 @@ use std::ops::Range;
 use super::graph::Graph;
 use super::walk::{Bridged, Probe, Walk, walk_until};
 use super::{ChainBreak, Resolution, Stop, chain_bridges, leaf, links, reachable_fraction};
+use crate::id::Id;
 use crate::transcript::envelope::Kind;
-use crate::transcript::id::Id;
 
 /// Steps the new segment's walk may take beyond the number of appended rows (rows written
 /// before the append but after the old leaf, such as its system entries).

@@ -10,9 +10,9 @@
 
 use std::borrow::Cow;
 
+use crate::id::Id;
 use crate::transcript::envelope::{Flags, MessageHead};
 use crate::transcript::frame::LinePos;
-use crate::transcript::id::Id;
 
 /// A projected message tree. Rows are numbered by map position (`seq`).
 pub trait Graph {

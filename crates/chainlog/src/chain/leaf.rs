@@ -13,8 +13,8 @@
 use std::collections::{HashMap, HashSet};
 
 use super::graph::Graph;
+use crate::id::Id;
 use crate::transcript::envelope::Flags;
-use crate::transcript::id::Id;
 
 /// Step 7 for one user/assistant row `id`, from the effective children `children` gives
 /// (each as its uuid and whether it is a user/assistant): a leaf iff no child is a

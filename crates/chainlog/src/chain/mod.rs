@@ -22,9 +22,10 @@ pub mod walk;
 
 use std::collections::HashSet;
 
+use crate::error::UnknownLeaf;
+use crate::id::{Id, IdNames};
 use crate::transcript::envelope::{Flags, Kind, MessageHead};
 use crate::transcript::frame::LinePos;
-use crate::transcript::id::{Id, IdNames};
 
 pub use graph::Graph;
 
@@ -193,18 +194,6 @@ impl Resolution {
         self.bridges.clear();
         self
     }
-}
-
-/// A requested leaf that is not a live message.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("message {name} is not in the transcript (or was removed by a compaction or snip)")]
-pub struct UnknownLeaf {
-    /// The requested id.
-    pub id: Id,
-    /// Its text: the transcript's when it names the id, else the UUID form of the bytes (for a
-    /// non-UUID id a hash: the caller that has the text it asked for names it instead, see
-    /// [`crate::Error::name_requested`]).
-    pub name: String,
 }
 
 /// Resolves the active chain of a scanned transcript (format.md §A5 steps 3–11).

@@ -10,9 +10,9 @@ use std::fs::File;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
+use crate::id::{Id, IdNames};
 use crate::transcript::envelope::{Entry, Kind, LineProblem, MessageHead, parse_framed};
 use crate::transcript::frame::{FrameSummary, Framer, Line, LinePos};
-use crate::transcript::id::{Id, IdNames};
 use crate::transcript::metadata::Metadata;
 
 /// One message of the map `uuid → entry` (format.md §A5 step 2).

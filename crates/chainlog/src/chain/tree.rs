@@ -23,9 +23,9 @@ use std::convert::Infallible;
 
 use super::graph::Graph;
 use super::scan::{MessageRow, Transcript};
+use crate::id::Id;
 use crate::transcript::envelope::{Flags, Kind, MessageHead, Segment};
 use crate::transcript::frame::LinePos;
-use crate::transcript::id::Id;
 
 /// What the projections read of a message row.
 ///

@@ -3,8 +3,8 @@
 use std::collections::HashSet;
 
 use super::graph::Graph;
+use crate::id::Id;
 use crate::transcript::envelope::Flags;
-use crate::transcript::id::Id;
 
 /// Where a walk stopped early.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -65,17 +65,15 @@ pub fn id_key(f: u32, kind: u8, id: [u8; 16]) -> [u8; 21] {
 }
 
 /// An optional id as 0 or 16 bytes.
-pub fn opt_id(id: Option<crate::transcript::id::Id>) -> Vec<u8> {
+pub fn opt_id(id: Option<crate::id::Id>) -> Vec<u8> {
     id.map(|i| i.0.to_vec()).unwrap_or_default()
 }
 
 /// The inverse of [`opt_id`]; `Err` on a malformed value.
-pub fn read_opt_id(bytes: &[u8]) -> Result<Option<crate::transcript::id::Id>, ()> {
+pub fn read_opt_id(bytes: &[u8]) -> Result<Option<crate::id::Id>, ()> {
     match bytes.len() {
         0 => Ok(None),
-        16 => Ok(Some(crate::transcript::id::Id(
-            bytes.try_into().map_err(|_| ())?,
-        ))),
+        16 => Ok(Some(crate::id::Id(bytes.try_into().map_err(|_| ())?))),
         _ => Err(()),
     }
 }
@@ -145,8 +143,8 @@ impl Reader<'_> {
     }
 
     /// The next 16 bytes as an id.
-    pub fn id(&mut self) -> Option<crate::transcript::id::Id> {
-        self.take().map(crate::transcript::id::Id)
+    pub fn id(&mut self) -> Option<crate::id::Id> {
+        self.take().map(crate::id::Id)
     }
 
     /// The next [`put_uvar`] integer.

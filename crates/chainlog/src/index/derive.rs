@@ -15,11 +15,12 @@ use redb::{ReadableTable, WriteTransaction};
 
 use super::codec::{id_key, key_of, read_opt_id, untag};
 use super::schema::{FileState, ID_FIRST as ZERO, ID_LAST as MAX, PROGRESS, ROWS};
-use super::state::{Encoder, Fault, IndexFault};
+use super::state::Encoder;
 use crate::chain::tree::RowHead;
 use crate::chain::{MessageRow, Projection, Tree};
+use crate::error::{Fault, IndexFault};
+use crate::id::Id;
 use crate::transcript::envelope::{Flags, Kind, Segment};
-use crate::transcript::id::Id;
 
 /// Removes the derived rows of file `f`.
 pub fn clear(txn: &WriteTransaction, f: u32) -> Result<(), redb::Error> {

@@ -28,10 +28,10 @@ use super::schema::{FILES, FileState, VIEW};
 use super::view::{self, Older, Stored};
 use crate::chain::extend::{Extended, extend};
 use crate::chain::{Graph, Link};
+use crate::id::{Id, IdNames};
 use crate::resume::body::read_view;
 use crate::resume::interrupt::Ending;
 use crate::transcript::envelope::Kind;
-use crate::transcript::id::{Id, IdNames};
 
 /// Links of the old view read with its head: the end that may be spliced again, and the lines
 /// that may decide how the longer conversation ends.

@@ -21,7 +21,7 @@
 //! ([`super::open::IndexDb::start_over`]) and answers again. A panic anywhere else is a bug
 //! and is not caught.
 
-use super::state::{Fault, IndexFault};
+use crate::error::{Fault, IndexFault};
 
 /// Runs `call`, one redb read of `table`; a panic of redb is damage of that table.
 pub fn read<T, E: Into<redb::Error>>(

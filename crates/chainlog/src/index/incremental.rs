@@ -24,11 +24,12 @@ use std::collections::HashSet;
 use redb::{ReadableTable, Table, WriteTransaction};
 
 use super::schema::{DERIVED, FileState, IDS, LEAF_TIMES, PROGRESS, REPARENTED, ROWS};
-use super::state::{Decoder, Encoder, IndexFault};
+use super::state::{Decoder, Encoder};
 use crate::chain::MessageRow;
 use crate::chain::leaf::leaf_by_children;
+use crate::error::IndexFault;
+use crate::id::Id;
 use crate::transcript::envelope::Flags;
-use crate::transcript::id::Id;
 
 /// Depth limit for walks through non-turn entries (system/attachment runs are short).
 const WALK_LIMIT: usize = 1024;

@@ -29,12 +29,12 @@ use super::schema::{
     BAD_LINES, CHUNK_SIZE, CHUNKS, FILES, FORWARD, FileState, IDS, NAMES, PROGRESS, RESPONSES,
     ROWS, SIDECHAINS,
 };
-use super::state::IndexFault;
 use crate::chain::{BadLine, MessageRow};
+use crate::error::IndexFault;
 use crate::error::{Error, Result};
+use crate::id::Id;
 use crate::transcript::envelope::{Entry, Flags, Kind, MessageHead};
 use crate::transcript::frame::{FrameSummary, Framer};
-use crate::transcript::id::Id;
 
 /// Batches of at most this many new rows update the projections in place.
 pub(crate) const INCREMENTAL_MAX_ROWS: usize = 256;

@@ -13,9 +13,9 @@ use redb::ReadableDatabase;
 use super::open::IndexDb;
 use super::schema::{FileState, IDS, ROWS};
 use super::{Store, query};
-use crate::error::Result;
+use crate::error::{IndexFault, Result};
+use crate::id::Id;
 use crate::transcript::frame::LinePos;
-use crate::transcript::id::Id;
 
 /// One transcript's index rows, opened for the writer.
 pub struct IndexedFile {
@@ -65,8 +65,10 @@ impl IndexedFile {
         let Some(v) = t.get((st.file, id.0)).map_err(|e| self.db.err(e))? else {
             return Ok(None);
         };
-        let e = super::ids::decode(st.file, id.0, v.value())
-            .ok_or_else(|| self.db.err("an ids entry fails its checksum"))?;
+        let e = super::ids::decode(st.file, id.0, v.value()).ok_or_else(|| {
+            self.db
+                .err(IndexFault::damaged("ids", "an entry fails its checksum"))
+        })?;
         Ok(e.seq)
     }
 

@@ -16,7 +16,7 @@
 //! | [`ingest`] | catch-up: verify the prefix, frame and store only new lines |
 //! | [`derive`] | re-derive the projections with the reference code over stored rows |
 //! | [`incremental`] | extend the projections after a plain append, or decline |
-//! | [`state`] | the one encoder and decoder of the derived state; [`state::IndexFault`] |
+//! | [`state`] | the one encoder and decoder of the derived state; [`IndexFault`](crate::error::IndexFault) |
 //! | [`query`] | the [`Graph`](crate::chain::Graph) of one file read row by row |
 //! | [`sidechains`] | the sidechain rows of one file (inline sub-agents) |
 //! | [`view`] | the materialised resume view: a default resume as one range read |
@@ -59,13 +59,13 @@ use crate::chain::{
     BadLine, LeafInfo, Projection, Resolution, ResolveOptions, Transcript, Tree, leaf_report_graph,
     resolve, resolve_graph,
 };
+use crate::error::IndexFault;
 use crate::error::{Error, Result};
-use crate::transcript::id::IdNames;
+use crate::id::IdNames;
 use ingest::{CatchUp, IngestError, Stat};
 use open::IndexDb;
 use query::IndexGraph;
 use schema::{BAD_LINES, FILES, FileState, PROGRESS, ROWS};
-use state::IndexFault;
 
 /// Bad-line records an [`Answer`] holds: the first ones, in file order; the others are only
 /// counted ([`Answer::bad_line_count`]). A transcript can hold millions of bad lines, and a warm
@@ -241,10 +241,9 @@ impl Store {
         let db_path = self.db_path(transcript);
         let busy = || Error::Index {
             path: db_path.clone(),
-            source: IndexFault::Other(format!(
-                "busy: another process has held its lock for more than {} s (stopped?)",
-                wait::lock_wait().as_secs_f64()
-            )),
+            source: IndexFault::Busy {
+                waited: wait::lock_wait(),
+            },
         };
         if self.busy.lock().is_ok_and(|b| b.contains(&db_path)) {
             return Err(busy());
@@ -463,7 +462,10 @@ impl Store {
                 Err(IngestError::Io(e)) => return Err(e),
                 Err(IngestError::Db(e)) if attempt > 0 => return Err(db.err(e)),
                 Err(IngestError::Damaged) if attempt > 0 => {
-                    return Err(db.err("stored rows do not decode after a rebuild"));
+                    return Err(db.err(IndexFault::damaged(
+                        "rows",
+                        "stored rows do not decode after a rebuild",
+                    )));
                 }
                 // Damaged: start this index over.
                 Err(_) => db.start_over()?,
@@ -747,7 +749,7 @@ fn project_slug(project: &Path) -> String {
 fn leaf_rows(
     db: &impl ReadableDatabase,
     key: &str,
-    active: Option<crate::transcript::id::Id>,
+    active: Option<crate::id::Id>,
 ) -> Result<Option<Vec<LeafInfo>>, IndexFault> {
     let Some(st) = read_state(db, key) else {
         return Ok(None);

@@ -17,7 +17,7 @@ use std::time::Duration;
 use redb::{ConcurrencyMode, Database, DatabaseError, ReadableDatabase, ReadableTable};
 
 use super::schema::{self, INDEX_SCHEMA_VERSION, META};
-use crate::error::{Error, Result};
+use crate::error::{Error, IndexFault, Result};
 
 /// Attempts before giving up on a busy database; backoff doubles from 2 ms (≈ 1 s in all).
 const OPEN_ATTEMPTS: u32 = 9;
@@ -36,10 +36,10 @@ pub struct IndexDb {
     pub created: bool,
 }
 
-fn index_error(path: &Path, e: impl std::fmt::Display) -> Error {
+fn index_error(path: &Path, e: impl Into<IndexFault>) -> Error {
     Error::Index {
         path: path.to_path_buf(),
-        source: super::state::IndexFault::Other(e.to_string()),
+        source: e.into(),
     }
 }
 
@@ -83,10 +83,9 @@ impl IndexDb {
                     std::thread::sleep(delay);
                     delay *= 2;
                 }
-                Err(
-                    e @ (DatabaseError::DatabaseAlreadyOpen | DatabaseError::LockProtocolMismatch),
-                ) => {
-                    return Err(index_error(path, format!("busy: {e}")));
+                Err(DatabaseError::DatabaseAlreadyOpen | DatabaseError::LockProtocolMismatch) => {
+                    let waited = delay.saturating_sub(Duration::from_millis(2));
+                    return Err(index_error(path, IndexFault::Busy { waited }));
                 }
                 Err(e) if attempt < OPEN_ATTEMPTS => {
                     // Damaged or foreign: the index is a cache, start over.
@@ -179,22 +178,22 @@ impl IndexDb {
 
     /// Drops every table and writes the schema version.
     pub fn wipe(&self) -> Result<()> {
-        let err = |e: &dyn std::fmt::Display| index_error(&self.path, e);
-        let txn = self.begin_write().map_err(|e| err(&e))?;
+        let err = |e: redb::Error| index_error(&self.path, e);
+        let txn = self.begin_write().map_err(|e| err(e.into()))?;
         {
             let tables: Vec<redb::UntypedTableHandle> =
-                txn.list_tables().map_err(|e| err(&e))?.collect();
+                txn.list_tables().map_err(|e| err(e.into()))?.collect();
             for handle in tables {
-                txn.delete_table(handle).map_err(|e| err(&e))?;
+                txn.delete_table(handle).map_err(|e| err(e.into()))?;
             }
-            schema::create_all(&txn).map_err(|e| err(&e))?;
-            let mut meta = txn.open_table(META).map_err(|e| err(&e))?;
+            schema::create_all(&txn).map_err(|e| err(e.into()))?;
+            let mut meta = txn.open_table(META).map_err(|e| err(e.into()))?;
             meta.insert("schema", INDEX_SCHEMA_VERSION.to_le_bytes().as_slice())
-                .map_err(|e| err(&e))?;
+                .map_err(|e| err(e.into()))?;
             meta.insert("next_file", 0u32.to_le_bytes().as_slice())
-                .map_err(|e| err(&e))?;
+                .map_err(|e| err(e.into()))?;
         }
-        txn.commit().map_err(|e| err(&e))?;
+        txn.commit().map_err(|e| err(e.into()))?;
         Ok(())
     }
 
@@ -222,8 +221,8 @@ impl IndexDb {
         }
     }
 
-    /// Wraps a redb error with this index's path.
-    pub fn err(&self, e: impl std::fmt::Display) -> Error {
+    /// Wraps a redb error (or another fault) with this index's path.
+    pub fn err(&self, e: impl Into<IndexFault>) -> Error {
         index_error(&self.path, e)
     }
 }

@@ -42,14 +42,14 @@ use super::guard;
 use super::ingest::{self, INCREMENTAL_MAX_ROWS, Stat};
 use super::query::IndexGraph;
 use super::schema::{CHUNKS, FileState, VIEW};
-use super::state::IndexFault;
 use super::view;
 use crate::chain::leaf::leaf_by_children;
 use crate::chain::{Graph, MessageRow, Resolution};
+use crate::error::IndexFault;
+use crate::id::{Id, IdNames};
 use crate::resume::interrupt::Ending;
 use crate::transcript::envelope::{Entry, Flags, Kind, MessageHead, parse_framed};
 use crate::transcript::frame::{FrameSummary, Framer, LinePos};
-use crate::transcript::id::{Id, IdNames};
 
 /// Bytes appended since the last catch-up that a read-only resume parses in memory; more
 /// is caught up (and stored) first.

@@ -26,9 +26,9 @@ use std::collections::{BTreeMap, VecDeque};
 use std::io::Read;
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 
+use crate::id::IdNames;
 use crate::transcript::envelope::{Entry, LineProblem, parse_framed};
 use crate::transcript::frame::{FrameSummary, Framer, Line, LinePos};
-use crate::transcript::id::IdNames;
 
 /// A parsed line on its way to storage: its position, the entry or why it is bad, and the
 /// fields of a kept entry that could not be read (`LineProblem::Fields`).

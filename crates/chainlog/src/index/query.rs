@@ -17,11 +17,12 @@ use super::schema::sortable_ts;
 use super::schema::{
     DERIVED, FORWARD, FileState, IDS, LEAF_TIMES, NAMES, PROGRESS, REPARENTED, RESPONSES, ROWS,
 };
-use super::state::{self, Decoder, IndexFault};
+use super::state::{self, Decoder};
 use crate::chain::{Graph, MessageRow};
+use crate::error::IndexFault;
+use crate::id::{Id, IdNames};
 use crate::transcript::envelope::{Flags, Kind, MessageHead};
 use crate::transcript::frame::LinePos;
-use crate::transcript::id::{Id, IdNames};
 
 use super::schema::{ID_FIRST as ZERO, ID_LAST as MAX};
 
@@ -393,7 +394,7 @@ mod tests {
     fn chain_len(db: &redb::Database, st: &FileState) -> Result<usize, IndexFault> {
         let r = db.begin_read().unwrap();
         let g = IndexGraph::new(&r, st.clone()).unwrap();
-        let no_full = || Err::<IndexGraph, _>(IndexFault::Other("unused".into()));
+        let no_full = || Err::<IndexGraph, _>(IndexFault::damaged("rows", "unused"));
         resolve_graph(&g, ResolveOptions::default(), &IdNames::default(), no_full)
             .map(|r| r.unwrap().chain.len())
     }

@@ -33,8 +33,8 @@ use redb::ReadableTable;
 use super::codec::{Reader, key_of, put_pos, put_svar, put_uvar, read_chained, tag, untag};
 use super::schema::FileState;
 use crate::chain::scan::MessageRow;
+use crate::id::Id;
 use crate::transcript::envelope::{Flags, Kind, MessageHead, Segment};
-use crate::transcript::id::Id;
 
 const PARENT: u8 = 1;
 const LOGICAL: u8 = 1 << 1;

@@ -215,11 +215,11 @@ pub struct FileState {
     /// Unterminated tail seen at the last catch-up: `(offset, len)`.
     pub torn_tail: Option<(u64, u64)>,
     /// `leafUuid` of the newest `last-prompt` that carries one (format.md §A5 step 8a).
-    pub checkpoint: Option<crate::transcript::id::Id>,
+    pub checkpoint: Option<crate::id::Id>,
     /// Rows before this map position are dropped unless preserved (format.md §A5 step 5).
     pub drop_before: Option<u32>,
     /// The anchor of the live preserved segment: its children are re-pointed (step 5).
-    pub segment_anchor: Option<crate::transcript::id::Id>,
+    pub segment_anchor: Option<crate::id::Id>,
     /// The session hashes the file's rows name by index (`row`), in order of appearance.
     pub sessions: Vec<u64>,
     /// `LEAF` facts in `derived` (a scan of them checks the count).

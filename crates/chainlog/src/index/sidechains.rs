@@ -16,12 +16,12 @@ use super::ingest::Stat;
 use super::open::{self, IndexDb};
 use super::query::IndexGraph;
 use super::schema::{FileState, ROWS, SIDECHAINS};
-use super::state::IndexFault;
 use super::{Store, read_state, wait};
 use crate::chain::MessageRow;
+use crate::error::IndexFault;
 use crate::error::Result;
+use crate::id::IdNames;
 use crate::transcript::envelope::Flags;
-use crate::transcript::id::IdNames;
 
 /// The sidechain messages of one transcript.
 #[derive(Debug, Clone, Default)]

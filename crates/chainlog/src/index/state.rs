@@ -30,64 +30,9 @@ use super::schema::{
 };
 use crate::chain::tree::RowHead;
 use crate::chain::{MessageRow, Tree};
+use crate::error::{Fault, IndexFault};
+use crate::id::Id;
 use crate::transcript::envelope::Flags;
-use crate::transcript::id::Id;
-
-/// Why the index could not answer: its storage failed, or a stored value is damaged.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum IndexFault {
-    /// redb failed.
-    #[error(transparent)]
-    Storage(#[from] redb::Error),
-    /// A stored value or key does not decode (or a row it names is missing).
-    #[error("damaged {table} entry: {what}")]
-    Damaged {
-        /// The table.
-        table: &'static str,
-        /// Which entry, and what is wrong.
-        what: String,
-    },
-    /// Anything else (busy database, failed rebuild), said in words.
-    #[error("{0}")]
-    Other(String),
-}
-
-impl From<redb::StorageError> for IndexFault {
-    fn from(e: redb::StorageError) -> Self {
-        IndexFault::Storage(e.into())
-    }
-}
-
-impl From<redb::TableError> for IndexFault {
-    fn from(e: redb::TableError) -> Self {
-        IndexFault::Storage(e.into())
-    }
-}
-
-impl From<std::convert::Infallible> for IndexFault {
-    fn from(never: std::convert::Infallible) -> Self {
-        match never {}
-    }
-}
-
-impl IndexFault {
-    /// A damaged entry of `table`.
-    pub fn damaged(table: &'static str, what: impl Into<String>) -> IndexFault {
-        IndexFault::Damaged {
-            table,
-            what: what.into(),
-        }
-    }
-
-    /// Whether the fault is damage (rebuild and retry) rather than a storage failure.
-    pub fn is_damage(&self) -> bool {
-        matches!(self, IndexFault::Damaged { .. })
-    }
-}
-
-/// `Result` with [`IndexFault`].
-pub type Fault<T> = Result<T, IndexFault>;
 
 /// The one writer of the derived state of a file.
 pub struct Encoder<'t> {

@@ -5,7 +5,7 @@ use std::path::Path;
 use super::Store;
 use crate::chain::{LeafRule, Resolution, ResolveOptions, Stop, Transcript, View, resolve};
 use crate::error::{Error, Result};
-use crate::transcript::id::IdNames;
+use crate::id::IdNames;
 
 /// One difference between the index and the reference (ids as the transcript wrote them;
 /// `view` is `"resume view"` or `"full view"`).
@@ -179,7 +179,7 @@ fn compare(
     t: &Transcript,
     out: &mut Vec<Difference>,
 ) {
-    let name = |id: crate::transcript::id::Id| t.names.name(id);
+    let name = |id: crate::id::Id| t.names.name(id);
     if want.leaf != got.leaf {
         out.push(Difference::Leaf {
             view: label,

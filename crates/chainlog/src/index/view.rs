@@ -25,15 +25,15 @@ use serde::{Deserialize, Serialize};
 use super::codec::{Reader, decode, encode, key_of, put_pos, read_chained, tag, untag};
 use super::guard::read;
 use super::schema::{FileState, VIEW};
-use super::state::IndexFault;
 use crate::chain::{
     ChainBreak, ChainBridge, LeafRule, Link, Resolution, ResolveOptions, Stop, View,
 };
+use crate::error::IndexFault;
+use crate::id::Id;
 use crate::resume::Interrupt;
 use crate::resume::interrupt::Ending;
 use crate::transcript::envelope::Kind;
 use crate::transcript::frame::LinePos;
-use crate::transcript::id::Id;
 
 /// The options whose answer is materialised: what `resume` and `continue` ask by default.
 pub const OPTIONS: ResolveOptions = ResolveOptions {

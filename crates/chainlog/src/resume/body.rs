@@ -20,8 +20,8 @@ use serde_json::Value;
 
 use crate::chain::Link;
 use crate::error::{Error, Position, Result};
+use crate::id::{Id, IdNames};
 use crate::transcript::frame::{content_of, read_error, read_line};
-use crate::transcript::id::{Id, IdNames};
 
 /// One entry of a view: its link and its line as handed to the model.
 #[derive(Debug, Clone)]

@@ -10,9 +10,9 @@ use super::interrupt::{Ending, Interrupt, detect};
 use super::message::Message;
 use crate::chain::{BadLine, ChainBreak, LeafRule, Link, Resolution, ResolveOptions, View};
 use crate::error::{Error, Result, check_id};
+use crate::id::{Id, IdNames};
 use crate::index::ingest::Stat;
 use crate::index::{Answer, Source, Store};
-use crate::transcript::id::{Id, IdNames};
 
 /// How to resume a session. The default is what Claude Code does: the chosen leaf, the resume
 /// view, missing parents bridged, answered from the index.

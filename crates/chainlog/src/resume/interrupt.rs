@@ -15,7 +15,7 @@ use super::api::{Tail, cleaned_tail, suffix_tail, tool_ids};
 use super::body::{Lines, ViewEntry, read_view};
 use crate::chain::Link;
 use crate::error::Result;
-use crate::transcript::id::IdNames;
+use crate::id::IdNames;
 
 /// Entries read back from the end of a view to decide how it ends ([`Ending::of_lines`]),
 /// multiplied by four while they cannot.
@@ -218,10 +218,10 @@ impl Ending {
 mod tests {
     use super::*;
     use crate::chain::{Link, ResolveOptions, Transcript, resolve};
+    use crate::id::Id;
     use crate::resume::body::read_view;
     use crate::transcript::envelope::Kind;
     use crate::transcript::frame::LinePos;
-    use crate::transcript::id::Id;
 
     fn entry(json: &str) -> ViewEntry {
         ViewEntry {

@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use super::body::ViewEntry;
-use crate::transcript::id::IdNames;
+use crate::id::IdNames;
 
 /// Who speaks in a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

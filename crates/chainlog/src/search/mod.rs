@@ -40,9 +40,9 @@ use crate::catalog::discover::list_project;
 use crate::catalog::list::resolve_scope;
 use crate::chain::ResolveOptions;
 use crate::error::{Error, Result};
+use crate::id::Id;
 use crate::index::Store;
 use crate::index::progress::Tracker;
-use crate::transcript::id::Id;
 use repair::{Fault, guarded};
 
 /// One message that matches a query.
@@ -278,7 +278,7 @@ impl ProjectIndex {
                     ))
                     .map(|_| ())
                     .map_err(|e| {
-                        let said = repair::error(&self.dir, &e);
+                        let said = repair::error(&self.dir, e.to_string());
                         failed = Some(e);
                         said
                     })

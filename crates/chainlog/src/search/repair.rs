@@ -66,10 +66,10 @@ impl From<tantivy::TantivyError> for Fault {
 }
 
 /// The error of the search index folder `dir`.
-pub(super) fn error(dir: &Path, e: impl std::fmt::Display) -> Error {
+pub(super) fn error(dir: &Path, e: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Error {
     Error::Index {
         path: dir.to_path_buf(),
-        source: crate::index::state::IndexFault::Other(format!("search index: {e}")),
+        source: crate::error::IndexFault::Search(e.into()),
     }
 }
 

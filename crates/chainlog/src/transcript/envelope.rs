@@ -13,10 +13,10 @@ use std::borrow::Cow;
 
 use serde::de::{self, IgnoredAny, SeqAccess};
 
-use super::id::{Id, IdNames};
 pub use super::loose::FieldNote;
 use super::loose::{Fields, Loose, Shape};
 use super::time::parse_millis;
+use crate::id::{Id, IdNames};
 
 /// What kind of message a line is (the tree participants plus legacy progress).
 /// Stored in the index as one byte (`serde(into/try_from = "u8")`).

@@ -19,7 +19,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use super::envelope::{MetaEntry, hash64};
 use super::frame::LinePos;
-use super::id::Id;
+use crate::id::Id;
 
 /// How entries of one type combine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -164,8 +164,8 @@ impl Metadata {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::id::IdNames;
     use crate::transcript::envelope::{Entry, parse_line};
-    use crate::transcript::id::IdNames;
 
     fn add(m: &mut Metadata, line: &str, n: u64) {
         let Ok(Entry::Meta(e)) = parse_line(line.as_bytes(), &mut IdNames::default()).entry else {

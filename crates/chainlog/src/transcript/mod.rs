@@ -6,7 +6,6 @@ pub mod batch;
 pub mod envelope;
 pub mod folder;
 pub mod frame;
-pub mod id;
 pub mod loose;
 pub mod lossy;
 pub mod metadata;

@@ -24,8 +24,8 @@ use serde_json::{Value, json};
 use super::{SessionWriter, WriterOptions};
 use crate::chain::ResolveOptions;
 use crate::error::{Error, Result};
+use crate::id::Id;
 use crate::index::Store;
-use crate::transcript::id::Id;
 
 /// The source's resume view as JSON entries, cut after `at` when given. A message `at` that is
 /// not on the chosen chain (another branch's leaf, picked in `chainlog pick`) gives the chain

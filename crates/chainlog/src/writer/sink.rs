@@ -31,11 +31,11 @@ use serde_json::{Map, Value};
 
 use super::shape::{Stamp, is_message_type, js_numbers, message_line, metadata_line};
 use crate::error::{Error, Result};
+use crate::id::Id;
 use crate::index::Store;
 use crate::index::lookup::IndexedFile;
 use crate::transcript::batch::{Batch, settle};
 use crate::transcript::folder::Folder;
-use crate::transcript::id::Id;
 
 /// How long a torn last line written by someone else is waited for before it is fenced off.
 const TORN_WAIT: Duration = Duration::from_millis(200);

@@ -20,9 +20,9 @@ use std::os::unix::fs::{FileExt, PermissionsExt};
 
 use super::sink::Sink;
 use crate::error::{Error, Result};
+use crate::id::Id;
 use crate::index::Store;
 use crate::transcript::folder::Folder;
-use crate::transcript::id::Id;
 
 /// The tail window inside which a tombstone re-writes only what followed the line.
 pub const TAIL_WINDOW: u64 = 64 * 1024;
