@@ -121,8 +121,20 @@ pub struct Scope {
 }
 
 /// Runs the CLI and maps errors to exit codes (format.md §B3).
+/// The process's panic hook stays silent for the redb panics the library catches and answers
+/// as index damage (`chainlog::sidecar::isolating`); every other panic is printed as before.
+fn quiet_isolated_panics() {
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if !chainlog::sidecar::isolating() {
+            previous(info);
+        }
+    }));
+}
+
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
+    quiet_isolated_panics();
     progress::install();
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());

@@ -126,6 +126,7 @@ pub mod format {
 pub mod sidecar {
     pub use crate::catalog::cache::FactsCache;
     pub use crate::error::IndexFault;
+    pub use crate::index::guard::isolating;
     pub use crate::index::ingest::ViewUpdate;
     pub use crate::index::progress::{ProgressFn, REPORT_ABOVE, set_progress};
     pub use crate::index::schema::INDEX_SCHEMA_VERSION;

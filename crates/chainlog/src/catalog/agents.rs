@@ -13,9 +13,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::discover::{
-    self, AgentFile, AgentLayout, InlineAgent, list_project, session_agent_files, session_id_of,
+    self, AgentFile, AgentLayout, list_project, session_agent_files, session_id_of,
 };
-use super::{inline, prompt};
+use super::inline::{self, InlineAgent};
+use super::prompt;
 use crate::chain::{MessageRow, ResolveOptions, Transcript, resolve};
 use crate::error::{Error, Result};
 use crate::id::IdNames;

@@ -26,9 +26,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::paths::projects_root;
-use crate::chain::Transcript;
 use crate::error::{Error, Result};
-use crate::id::Id;
 
 /// A project directory under `<claude>/projects`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -87,23 +85,6 @@ pub struct AgentFile {
     pub path: Option<PathBuf>,
     /// `agent-<id>.meta.json` / `remote-agent-<taskId>.meta.json`, when present.
     pub meta_path: Option<PathBuf>,
-}
-
-/// A sub-agent whose entries are inline in the session file (1.0.x).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct InlineAgent {
-    /// `agentId` of its first entry, if written.
-    pub agent_id: Option<String>,
-    /// The uuid of its first message.
-    pub root: Id,
-    /// Its messages: indexes into the sidechain rows it was grouped from
-    /// ([`super::inline::group`]), in map order.
-    pub rows: Vec<usize>,
-    /// Its first prompt, flattened.
-    pub prompt: Option<String>,
-    /// Its user/assistant messages that none of its messages names as parent, oldest first:
-    /// a resume of the agent starts at the last.
-    pub leaves: Vec<Id>,
 }
 
 /// Whether `s` is a UUID in the 8-4-4-4-12 hex form (any case).
@@ -332,13 +313,6 @@ pub fn top_level_agents_by_session(
             });
     }
     by_session
-}
-
-/// The inline sub-agents of a scanned session file (1.0.x): sidechain messages grouped by
-/// the first sidechain message they descend from, then merged by `agentId` when the entries
-/// carry one. Reads only each group's first line (for `agentId` and the prompt).
-pub fn inline_agents(path: &Path, t: &Transcript) -> Result<Vec<InlineAgent>> {
-    super::inline::group(path, &super::inline::sidechain_rows(t))
 }
 
 #[cfg(test)]

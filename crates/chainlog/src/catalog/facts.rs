@@ -26,7 +26,6 @@ use std::rc::Rc;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::discover;
 use super::prompt;
 use super::shorten;
 use crate::chain::{Link, Resolution, ResolveOptions, Transcript, View, resolve};
@@ -392,7 +391,7 @@ fn facts_from(
         .find_map(|id| t.metadata.summaries.get(id))
         .and_then(|r| r.text.clone());
     let foreign_summaries = foreign_summaries(t);
-    let inline = discover::inline_agents(path, t)?.len() as u64;
+    let inline = super::inline::inline_agents(path, t)?.len() as u64;
     let all_sidechain =
         !t.rows.is_empty() && t.rows.iter().all(|r| r.head.flags.has(Flags::SIDECHAIN));
     let mut facts = SessionFacts {

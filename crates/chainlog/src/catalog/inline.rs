@@ -13,7 +13,6 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use super::discover::InlineAgent;
 use super::prompt;
 use crate::chain::{MessageRow, Transcript};
 use crate::error::{Error, Result};
@@ -29,6 +28,30 @@ pub fn sidechain_rows(t: &Transcript) -> Vec<(u32, MessageRow)> {
         .filter(|(_, r)| r.head.flags.has(Flags::SIDECHAIN))
         .map(|(i, r)| (u32::try_from(i).unwrap_or(u32::MAX), r.clone()))
         .collect()
+}
+
+/// A sub-agent whose entries are inline in the session file (1.0.x).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InlineAgent {
+    /// `agentId` of its first entry, if written.
+    pub agent_id: Option<String>,
+    /// The uuid of its first message.
+    pub root: Id,
+    /// Its messages: indexes into the sidechain rows it was grouped from
+    /// ([`group`]), in map order.
+    pub rows: Vec<usize>,
+    /// Its first prompt, flattened.
+    pub prompt: Option<String>,
+    /// Its user/assistant messages that none of its messages names as parent, oldest first:
+    /// a resume of the agent starts at the last.
+    pub leaves: Vec<Id>,
+}
+
+/// The inline sub-agents of a scanned session file (1.0.x): sidechain messages grouped by
+/// the first sidechain message they descend from, then merged by `agentId` when the entries
+/// carry one. Reads only each group's first line (for `agentId` and the prompt).
+pub fn inline_agents(path: &Path, t: &Transcript) -> Result<Vec<InlineAgent>> {
+    group(path, &sidechain_rows(t))
 }
 
 /// Groups the sidechain `rows` of the session file at `path` into agents. An agent's `rows`

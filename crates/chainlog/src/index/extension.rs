@@ -22,7 +22,8 @@ use std::path::Path;
 
 use super::guard;
 use super::ingest::{self, ViewUpdate};
-use super::open::{IndexDb, isolate};
+use super::guard::isolate;
+use super::open::IndexDb;
 use super::query::IndexGraph;
 use super::schema::{FILES, FileState, VIEW};
 use super::view::{self, Older, Stored};

@@ -444,7 +444,7 @@ impl Store {
         for attempt in 0..2 {
             // redb panics on some damaged pages, writes included (see `guard`): a catch-up
             // that does found the index damaged.
-            let done = open::isolate(|| {
+            let done = guard::isolate(|| {
                 let txn = db.begin_write().map_err(IngestError::from)?;
                 first(&txn)?;
                 let done = ingest::catch_up(&txn, &key, transcript)?;
@@ -496,7 +496,7 @@ impl Store {
             // redb panics on some damaged pages, writes included (see `guard`), and its close
             // commits the allocator state: the whole store, close included, is isolated, and
             // damage found there starts the sidecar over, as a damaged read does.
-            let stored = open::isolate(|| {
+            let stored = guard::isolate(|| {
                 let db = IndexDb::open(&path)?;
                 let txn = db.begin_write().map_err(|e| db.err(e))?;
                 {
@@ -561,7 +561,7 @@ impl Store {
             // cost a third as much as indexing again. The listing rows are carried over, when
             // they read (a cache of a cache: a damaged table is left behind, not an error),
             // in the catch-up's transaction (one commit less).
-            let listing = open::isolate(|| Carried::read(&txn)).and_then(std::result::Result::ok);
+            let listing = guard::isolate(|| Carried::read(&txn)).and_then(std::result::Result::ok);
             drop(txn);
             db.recreate()?;
             let (done, st) = Self::catch_up_with(&mut db, transcript, |txn| {
@@ -854,7 +854,7 @@ fn views_stored(db_path: &Path, keys: &[String]) -> Vec<bool> {
     let Some(ro) = open::open_read_only(db_path) else {
         return Vec::new();
     };
-    open::isolate(|| {
+    guard::isolate(|| {
         let txn = ro.begin_read().ok()?;
         let files = guard::read("files", || txn.open_table(FILES)).ok()?;
         let views = guard::read("view", || txn.open_table(schema::VIEW)).ok()?;
@@ -884,7 +884,7 @@ fn extended_in_memory(
 ) -> Option<Answer> {
     // redb panics on some damaged pages (see `guard`): a panic here is no answer, and the
     // catch-up that follows finds the damage.
-    open::isolate(|| {
+    guard::isolate(|| {
         let txn = db.begin_read().ok()?;
         let (resolution, ending, names, summary) = overlay::answer(&txn, st, transcript, stat)?;
         let bad_lines = bad_lines(&txn, st.file, st.bad_lines).ok()?;

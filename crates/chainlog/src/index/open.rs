@@ -16,7 +16,9 @@ use std::time::Duration;
 
 use redb::{ConcurrencyMode, Database, DatabaseError, ReadableDatabase, ReadableTable};
 
+use super::guard::{self, isolate};
 use super::schema::{self, INDEX_SCHEMA_VERSION, META};
+use super::unsynced;
 use crate::error::{Error, IndexFault, Result};
 
 /// Attempts before giving up on a busy database; backoff doubles from 2 ms (≈ 1 s in all).
@@ -247,7 +249,7 @@ fn is_current(txn: &redb::ReadTransaction) -> bool {
     if schema_version(txn) != Some(INDEX_SCHEMA_VERSION) {
         return false;
     }
-    let Ok(tables) = super::guard::read("tables", || {
+    let Ok(tables) = guard::read("tables", || {
         txn.list_tables().map(|t| {
             t.map(|h| redb::TableHandle::name(&h).to_owned())
                 .collect::<std::collections::HashSet<String>>()
@@ -260,8 +262,8 @@ fn is_current(txn: &redb::ReadTransaction) -> bool {
 
 /// The schema version a database records (`None`: missing, unreadable or damaged).
 fn schema_version(txn: &redb::ReadTransaction) -> Option<u32> {
-    let table = super::guard::read("meta", || txn.open_table(META)).ok()?;
-    let v = super::guard::read("meta", || {
+    let table = guard::read("meta", || txn.open_table(META)).ok()?;
+    let v = guard::read("meta", || {
         Ok::<_, redb::StorageError>(table.get("schema")?.map(|v| v.value().to_vec()))
     })
     .ok()??;
@@ -304,7 +306,7 @@ fn file_version(path: &Path) -> Option<String> {
         .filter(std::fs::Metadata::is_file)?;
     Some(format!(
         "{} {} {} {} {} {}",
-        super::unsynced::boot_id().unwrap_or("-"),
+        unsynced::boot_id().unwrap_or("-"),
         m.dev(),
         m.ino(),
         m.len(),
@@ -316,26 +318,6 @@ fn file_version(path: &Path) -> Option<String> {
 /// The longest marker chainlog writes (a boot id, five decimal numbers, separators), with room.
 const MARKER_MAX: u64 = 256;
 
-/// Reads a small file chainlog wrote itself, refusing anything that is not a regular file of at
-/// most `max` bytes: a FIFO must not hang the reader, a link to `/dev/zero` must not eat memory.
-/// The open does not block (`O_NONBLOCK`: a FIFO opens at once) and the type and size are taken
-/// from the opened handle, so a swap between a check and the read cannot slip through.
-pub fn read_small_file(path: &Path, max: u64) -> Option<Vec<u8>> {
-    use std::io::Read;
-    use std::os::unix::fs::OpenOptionsExt;
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(path)
-        .ok()?;
-    let m = file.metadata().ok()?;
-    if !m.is_file() || m.len() > max {
-        return None;
-    }
-    let mut out = Vec::new();
-    file.take(max + 1).read_to_end(&mut out).ok()?;
-    (out.len() as u64 <= max).then_some(out)
-}
 
 /// Whether the database file is exactly as chainlog last verified or wrote it. A file changed
 /// behind chainlog's back (a flipped bit, a copy, a truncation) fails this and is checked page by
@@ -343,7 +325,7 @@ pub fn read_small_file(path: &Path, max: u64) -> Option<Vec<u8>> {
 pub fn is_verified(path: &Path) -> bool {
     match (
         file_version(path),
-        read_small_file(&marker_path(path), MARKER_MAX),
+        crate::transcript::folder::read_small_file(&marker_path(path), MARKER_MAX),
     ) {
         (Some(now), Some(mark)) => now.as_bytes() == mark.as_slice(),
         _ => false,
@@ -376,40 +358,6 @@ fn mark_verified(path: &Path) {
     }
 }
 
-/// Runs one redb call that reads a sidecar's pages before chainlog could check them. redb 4.6.0
-/// panics on some damaged pages instead of returning `StorageError::Corrupted` (an
-/// `unreachable!()` in `Btree::get_helper`, `tree_store/btree.rs:1110`, when a page's type byte
-/// is neither leaf nor branch; a database open reads the allocator state and system tables
-/// that way). Only these calls (open, read-only open, `check_integrity`) are isolated: a
-/// panic there is damage, answered by a rebuild, and its message is not printed. A panic
-/// anywhere else is a bug and is not caught.
-pub(crate) fn isolate<T>(f: impl FnOnce() -> T) -> Option<T> {
-    quiet_hook();
-    QUIET.with(|q| q.set(true));
-    let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).ok();
-    QUIET.with(|q| q.set(false));
-    out
-}
-
-thread_local! {
-    /// Set while an [`isolate`]d redb call runs on this thread.
-    static QUIET: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-}
-
-/// Installs (once) a panic hook that stays silent for panics inside [`isolate`] and hands
-/// every other panic to the hook that was there before.
-fn quiet_hook() {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
-        let previous = std::panic::take_hook();
-        std::panic::set_hook(Box::new(move |info| {
-            if !QUIET.with(std::cell::Cell::get) {
-                previous(info);
-            }
-        }));
-    });
-}
-
 /// `Database::create` in multi-writer mode: a bounded wait, and a panic on a damaged file
 /// turned into a corruption error ([`isolate`]).
 ///
@@ -417,7 +365,7 @@ fn quiet_hook() {
 /// invalidates every marker.
 fn create_isolated(path: &Path) -> std::result::Result<Database, DatabaseError> {
     let create = || {
-        if super::unsynced::boot_id().is_none() {
+        if unsynced::boot_id().is_none() {
             return builder().create(path);
         }
         let file = std::fs::OpenOptions::new()
@@ -426,7 +374,7 @@ fn create_isolated(path: &Path) -> std::result::Result<Database, DatabaseError> 
             .create(true)
             .truncate(false)
             .open(path)?;
-        builder().create_with_backend(super::unsynced::Unsynced(redb::backends::FileBackend::new(
+        builder().create_with_backend(unsynced::Unsynced(redb::backends::FileBackend::new(
             file,
         )?))
     };

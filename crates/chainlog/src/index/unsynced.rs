@@ -85,7 +85,7 @@ impl StorageBackend for Unsynced {
 pub fn boot_id() -> Option<&'static str> {
     static ID: OnceLock<Option<String>> = OnceLock::new();
     ID.get_or_init(|| {
-        let raw = super::open::read_small_file(
+        let raw = crate::transcript::folder::read_small_file(
             std::path::Path::new("/proc/sys/kernel/random/boot_id"),
             64,
         )?;

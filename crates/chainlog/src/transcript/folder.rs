@@ -254,6 +254,27 @@ impl Folder {
     }
 }
 
+/// Reads a small file chainlog wrote itself, refusing anything that is not a regular file of at
+/// most `max` bytes: a FIFO must not hang the reader, a link to `/dev/zero` must not eat memory.
+/// The open does not block (`O_NONBLOCK`: a FIFO opens at once) and the type and size are taken
+/// from the opened handle, so a swap between a check and the read cannot slip through.
+pub fn read_small_file(path: &Path, max: u64) -> Option<Vec<u8>> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .ok()?;
+    let m = file.metadata().ok()?;
+    if !m.is_file() || m.len() > max {
+        return None;
+    }
+    let mut out = Vec::new();
+    file.take(max + 1).read_to_end(&mut out).ok()?;
+    (out.len() as u64 <= max).then_some(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
