@@ -67,7 +67,7 @@ pub use catalog::{AgentInfo, ListOptions, SessionFacts, SortBy, Target};
 pub use chain::{ChainBreak, LeafRule, Resolution};
 pub use error::{Error, Position, Result};
 pub use id::Id;
-pub use index::ingest::CatchUp;
+pub use index::write::ingest::CatchUp;
 pub use index::{Answer, BAD_LINES_KEPT, Source, Store};
 pub use resume::conversation::{Conversation, Pending, ResumeOptions};
 pub use resume::interrupt::Interrupt;
@@ -126,12 +126,12 @@ pub mod format {
 pub mod sidecar {
     pub use crate::catalog::cache::FactsCache;
     pub use crate::error::IndexFault;
-    pub use crate::index::guard::isolating;
-    pub use crate::index::ingest::ViewUpdate;
-    pub use crate::index::progress::{ProgressFn, REPORT_ABOVE, set_progress};
-    pub use crate::index::schema::INDEX_SCHEMA_VERSION;
-    pub use crate::index::sidechains::SidechainRows;
+    pub use crate::index::db::guard::isolating;
+    pub use crate::index::db::progress::{ProgressFn, REPORT_ABOVE, set_progress};
+    pub use crate::index::format::schema::INDEX_SCHEMA_VERSION;
+    pub use crate::index::read::sidechains::SidechainRows;
     pub use crate::index::verify::{Difference, verify};
+    pub use crate::index::write::ingest::ViewUpdate;
 }
 
 /// A resolved chain as lines: reading it by offset, the client's request built from it,

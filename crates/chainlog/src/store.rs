@@ -8,7 +8,7 @@ use crate::catalog::inline::{self, InlineTarget};
 use crate::catalog::{self, AgentInfo, ListOptions, SessionFacts, Target};
 use crate::chain::Transcript;
 use crate::error::{Error, Result};
-use crate::index::sidechains::SidechainRows;
+use crate::index::read::sidechains::SidechainRows;
 use crate::index::{Source, Store};
 use crate::resume::conversation::{Conversation, ResumeOptions};
 
@@ -158,7 +158,7 @@ impl Store {
                 continue;
             }
             // Walked from the index (an answer read from a view carries no state to store).
-            let Ok(Some(ans)) = self.resolve_indexed(p, crate::index::view::OPTIONS) else {
+            let Ok(Some(ans)) = self.resolve_indexed(p, crate::index::read::view::OPTIONS) else {
                 continue;
             };
             let longest = ans.resolution.chain.iter().map(|l| l.pos.len).max();

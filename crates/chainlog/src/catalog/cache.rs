@@ -6,7 +6,7 @@
 //! [`SessionFacts`] `ls` prints and joins (see [`Row`]). A listing reads every row of a
 //! sidecar with one range scan, `stat`s every file and answers from the row when nothing
 //! changed and the times had settled before the read (the racy-mtime rule of
-//! [`crate::index::ingest::settled`]); a changed or new file is scanned once and its row is
+//! [`crate::index::write::ingest::settled`]); a changed or new file is scanned once and its row is
 //! written back in one transaction per sidecar at [`FactsCache::flush`]. `chainlog index`
 //! fills the rows the same way ([`crate::Store::prepare_listing`]), so the first `ls` after it
 //! reads no transcript. Title and prefix lookups (`target`), `pick` and the writers read the
@@ -24,10 +24,10 @@ use super::list::FactsSource;
 use super::{SessionFacts, scan_session_facts};
 use crate::error::Result;
 use crate::index::Store;
-use crate::index::codec::{tag, untag};
-use crate::index::ingest::{Stat, now_ns, settled};
-use crate::index::open::{self, IndexDb};
-use crate::index::schema::LISTING;
+use crate::index::db::open::{self, IndexDb};
+use crate::index::format::codec::{tag, untag};
+use crate::index::format::schema::LISTING;
+use crate::index::write::ingest::{Stat, now_ns, settled};
 
 /// A `listing` row: a fixed header (the stat the facts were computed for and when the file
 /// was read: [`HEADER`] bytes, little-endian), then the facts (rmp-serde, positional), then
@@ -184,7 +184,7 @@ impl<'s> FactsCache<'s> {
                     // On a worker: a stopped writer mid-commit must not hold the listing.
                     if !self.store.is_busy(db_path) {
                         let p = db_path.clone();
-                        match crate::index::wait::bounded(move || open_table(&p)) {
+                        match crate::index::db::wait::bounded(move || open_table(&p)) {
                             Some(t) => s.table = t,
                             None => self.store.mark_busy(db_path),
                         }
@@ -310,7 +310,7 @@ impl<'s> FactsCache<'s> {
                 None
             } else {
                 let p = db_path.clone();
-                let r = crate::index::wait::bounded(move || read_rows(&p));
+                let r = crate::index::db::wait::bounded(move || read_rows(&p));
                 if r.is_none() {
                     self.store.mark_busy(db_path);
                 }
@@ -346,7 +346,7 @@ impl<'s> FactsCache<'s> {
     /// Writes the rows computed by this cache (one transaction per sidecar). A busy,
     /// damaged or unusable sidecar is skipped: the table is an optimisation, the next listing
     /// scans again. A sidecar whose write lock another process holds past
-    /// `crate::index::wait::LOCK_WAIT` (a stopped process) is skipped too.
+    /// `crate::index::db::wait::LOCK_WAIT` (a stopped process) is skipped too.
     pub fn flush(self) -> Result<()> {
         for (db_path, slot) in self.slots {
             drop(slot.table);
@@ -355,7 +355,7 @@ impl<'s> FactsCache<'s> {
             }
             let pending = slot.pending;
             let p = db_path.clone();
-            if crate::index::wait::bounded(move || write_rows(&p, &pending)).is_none() {
+            if crate::index::db::wait::bounded(move || write_rows(&p, &pending)).is_none() {
                 self.store.mark_busy(&db_path);
             }
         }
@@ -396,7 +396,7 @@ fn probe_one(
 ) -> Result<Probe> {
     let stat = Stat::of(path)?;
     let bytes = table.and_then(|t| {
-        crate::index::guard::read("listing", || {
+        crate::index::db::guard::read("listing", || {
             Ok::<_, redb::StorageError>(t.get(key.as_str())?.map(|v| v.value().to_vec()))
         })
         .ok()
@@ -446,15 +446,15 @@ fn scan(path: &Path, stat: Stat) -> (Result<SessionFacts>, Option<i128>) {
 /// A sidecar's `listing` table in a read transaction, for single lookups.
 fn open_table(db_path: &Path) -> Option<ReadOnlyTable<&'static str, &'static [u8]>> {
     let db = open::open_read_only(db_path)?;
-    let txn = crate::index::wait::waiting(|| db.begin_read()).ok()?;
-    crate::index::guard::read("listing", || txn.open_table(LISTING)).ok()
+    let txn = crate::index::db::wait::waiting(|| db.begin_read()).ok()?;
+    crate::index::db::guard::read("listing", || txn.open_table(LISTING)).ok()
 }
 
 /// Every row of a sidecar's `listing` table: one read transaction, one range scan.
 fn read_rows(db_path: &Path) -> Option<Rows> {
     let db = open::open_read_only(db_path)?;
-    let txn = crate::index::wait::waiting(|| db.begin_read()).ok()?;
-    crate::index::guard::read("listing", || all_rows(&txn.open_table(LISTING)?)).ok()
+    let txn = crate::index::db::wait::waiting(|| db.begin_read()).ok()?;
+    crate::index::db::guard::read("listing", || all_rows(&txn.open_table(LISTING)?)).ok()
 }
 
 /// Every row of a `listing` table, in key order.

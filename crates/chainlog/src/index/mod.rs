@@ -10,42 +10,25 @@
 //! # Design
 //! | module | job |
 //! |---|---|
-//! | [`schema`] | tables, [`schema::INDEX_SCHEMA_VERSION`], per-file state |
-//! | [`open`] | opening in redb's multi-writer mode, retries, wipe on damage or version |
-//! | [`live`] | whether a chainlog process has a sidecar open read-write (trusted while it is) |
-//! | [`ingest`] | catch-up: verify the prefix, frame and store only new lines |
-//! | [`derive`] | re-derive the projections with the reference code over stored rows |
-//! | [`incremental`] | extend the projections after a plain append, or decline |
-//! | [`state`] | the one encoder and decoder of the derived state; [`IndexFault`](crate::error::IndexFault) |
-//! | [`query`] | the [`Graph`](crate::chain::Graph) of one file read row by row |
-//! | [`sidechains`] | the sidechain rows of one file (inline sub-agents) |
-//! | [`view`] | the materialised resume view: a default resume as one range read |
-//! | [`extension`] | the view kept current after a plain append, from the new lines |
-//! | [`overlay`] | a resume right after a plain append, answered without writing |
+//! | [`schema`](format::schema) | tables, [`format::schema::INDEX_SCHEMA_VERSION`], per-file state |
+//! | [`open`](db::open) | opening in redb's multi-writer mode, retries, wipe on damage or version |
+//! | [`live`](db::live) | whether a chainlog process has a sidecar open read-write (trusted while it is) |
+//! | [`ingest`](write::ingest) | catch-up: verify the prefix, frame and store only new lines |
+//! | [`derive`](write::derive) | re-derive the projections with the reference code over stored rows |
+//! | [`incremental`](write::incremental) | extend the projections after a plain append, or decline |
+//! | [`state`](format::state) | the one encoder and decoder of the derived state; [`IndexFault`](crate::error::IndexFault) |
+//! | [`query`](read::query) | the [`Graph`](crate::chain::Graph) of one file read row by row |
+//! | [`sidechains`](read::sidechains) | the sidechain rows of one file (inline sub-agents) |
+//! | [`view`](read::view) | the materialised resume view: a default resume as one range read |
+//! | [`extension`](write::extension) | the view kept current after a plain append, from the new lines |
+//! | [`overlay`](read::overlay) | a resume right after a plain append, answered without writing |
 //! | [`verify`] | compare index answers with a full scan |
 
-pub mod codec;
-pub mod derive;
-pub mod extension;
-pub mod guard;
-pub mod ids;
-pub mod incremental;
-pub mod ingest;
-pub mod live;
-pub mod lookup;
-pub mod open;
-pub mod overlay;
-pub mod parsing;
-pub mod progress;
-pub mod query;
-pub mod row;
-pub mod schema;
-pub mod sidechains;
-pub mod state;
-pub mod unsynced;
+pub mod db;
+pub mod format;
+pub mod read;
 pub mod verify;
-pub mod view;
-pub mod wait;
+pub mod write;
 
 use std::cell::OnceCell;
 use std::collections::HashSet;
@@ -62,10 +45,10 @@ use crate::chain::{
 use crate::error::IndexFault;
 use crate::error::{Error, Result};
 use crate::id::IdNames;
-use ingest::{CatchUp, IngestError, Stat};
-use open::IndexDb;
-use query::IndexGraph;
-use schema::{BAD_LINES, FILES, FileState, PROGRESS, ROWS};
+use db::open::IndexDb;
+use format::schema::{BAD_LINES, FILES, FileState, PROGRESS, ROWS};
+use read::query::IndexGraph;
+use write::ingest::{CatchUp, IngestError, Stat};
 
 /// Bad-line records an [`Answer`] holds: the first ones, in file order; the others are only
 /// counted ([`Answer::bad_line_count`]). A transcript can hold millions of bad lines, and a warm
@@ -163,7 +146,7 @@ pub struct Store {
     index_dir: PathBuf,
     /// The claude dir sessions are listed and looked up in (`None`: the default one).
     pub(crate) claude_dir: Option<PathBuf>,
-    /// Sidecars whose lock another process held past [`wait::LOCK_WAIT`]: not waited on again.
+    /// Sidecars whose lock another process held past [`db::wait::LOCK_WAIT`]: not waited on again.
     busy: Arc<Mutex<HashSet<PathBuf>>>,
     /// Sidecars [`Store::catch_up_all`] created, for [`Store::compact_created`].
     created: Arc<Mutex<HashSet<PathBuf>>>,
@@ -229,8 +212,8 @@ impl Store {
         self.bounded(transcript, move |s| s.catch_up_unguarded(&t))
     }
 
-    /// Runs an index operation on a worker thread ([`wait`]): when it waits on another
-    /// process's lock for more than [`wait::LOCK_WAIT`] (a stopped process holding the write
+    /// Runs an index operation on a worker thread ([`wait`](db::wait)): when it waits on another
+    /// process's lock for more than [`db::wait::LOCK_WAIT`] (a stopped process holding the write
     /// transaction), the operation is abandoned with a "busy" [`Error::Index`], and later
     /// operations of this store on the same sidecar fail the same way at once.
     fn bounded<T: Send + 'static>(
@@ -242,14 +225,14 @@ impl Store {
         let busy = || Error::Index {
             path: db_path.clone(),
             source: IndexFault::Busy {
-                waited: wait::lock_wait(),
+                waited: db::wait::lock_wait(),
             },
         };
         if self.busy.lock().is_ok_and(|b| b.contains(&db_path)) {
             return Err(busy());
         }
         let me = self.clone();
-        if let Some(r) = wait::bounded(move || op(&me)) {
+        if let Some(r) = db::wait::bounded(move || op(&me)) {
             r
         } else {
             if let Ok(mut b) = self.busy.lock() {
@@ -260,7 +243,7 @@ impl Store {
     }
 
     /// Whether an operation on the sidecar at `db_path` was abandoned as busy (a lock held
-    /// past `wait::LOCK_WAIT`): later operations of this `Store` skip it.
+    /// past `db::wait::LOCK_WAIT`): later operations of this `Store` skip it.
     pub(crate) fn is_busy(&self, db_path: &Path) -> bool {
         self.busy.lock().is_ok_and(|b| b.contains(db_path))
     }
@@ -328,7 +311,7 @@ impl Store {
             if !small || self.is_busy(&db_path) {
                 continue;
             }
-            let done = wait::bounded(move || {
+            let done = db::wait::bounded(move || {
                 let mut db = IndexDb::open(&db_path)?;
                 db.compact();
                 Ok::<_, Error>(())
@@ -358,7 +341,7 @@ impl Store {
             return Vec::new();
         };
         let db_path = self.db_path(first);
-        let ro = open::open_read_only(&db_path);
+        let ro = db::open::open_read_only(&db_path);
         let mut out: Vec<Option<Result<CatchUp>>> = paths
             .iter()
             .map(|t| {
@@ -410,7 +393,7 @@ impl Store {
     fn catch_up_unguarded(&self, transcript: &Path) -> Result<CatchUp> {
         let db_path = self.db_path(transcript);
         let stat = Stat::of(transcript)?;
-        if let Some(ro) = open::open_read_only(&db_path)
+        if let Some(ro) = db::open::open_read_only(&db_path)
             && read_state(&ro, &Self::key(transcript)).is_some_and(|st| stat.unchanged(&st, false))
         {
             return Ok(CatchUp::default());
@@ -444,10 +427,10 @@ impl Store {
         for attempt in 0..2 {
             // redb panics on some damaged pages, writes included (see `guard`): a catch-up
             // that does found the index damaged.
-            let done = guard::isolate(|| {
+            let done = db::guard::isolate(|| {
                 let txn = db.begin_write().map_err(IngestError::from)?;
                 first(&txn)?;
-                let done = ingest::catch_up(&txn, &key, transcript)?;
+                let done = write::ingest::catch_up(&txn, &key, transcript)?;
                 txn.commit()?;
                 Ok(done)
             })
@@ -455,7 +438,7 @@ impl Store {
             match done {
                 Ok((mut done, st)) => {
                     if done.bytes > 0 && done.reindexed.is_none() {
-                        done.view = extension::extend_view(db, transcript, &key, &st);
+                        done.view = write::extension::extend_view(db, transcript, &key, &st);
                     }
                     return Ok((done, st));
                 }
@@ -474,8 +457,8 @@ impl Store {
         unreachable!("the loop returns")
     }
 
-    /// Stores `ans`, a walked answer of [`view::OPTIONS`] whose lines end as `ending` says,
-    /// as the materialised view of `transcript` ([`view`]), if the index still holds the state
+    /// Stores `ans`, a walked answer of [`read::view::OPTIONS`] whose lines end as `ending` says,
+    /// as the materialised view of `transcript` ([`view`](read::view)), if the index still holds the state
     /// it was computed for. A resume that walked stores its answer this way, so the next one
     /// reads it; a catch-up never walks. Best effort: a failure leaves the walk to answer.
     pub(crate) fn store_view(
@@ -496,17 +479,20 @@ impl Store {
             // redb panics on some damaged pages, writes included (see `guard`), and its close
             // commits the allocator state: the whole store, close included, is isolated, and
             // damage found there starts the sidecar over, as a damaged read does.
-            let stored = guard::isolate(|| {
+            let stored = db::guard::isolate(|| {
                 let db = IndexDb::open(&path)?;
                 let txn = db.begin_write().map_err(|e| db.err(e))?;
                 {
                     let files = txn.open_table(FILES).map_err(|e| db.err(e))?;
-                    if ingest::file_state(&files, &Self::key(&t)).ok().flatten() != Some(st.clone())
+                    if write::ingest::file_state(&files, &Self::key(&t))
+                        .ok()
+                        .flatten()
+                        != Some(st.clone())
                     {
                         return Ok(());
                     }
                 }
-                view::store(&txn, &st, &res, &ending).map_err(|e| db.err(e))?;
+                read::view::store(&txn, &st, &res, &ending).map_err(|e| db.err(e))?;
                 txn.commit().map_err(|e| db.err(e))?;
                 drop(db);
                 Ok(())
@@ -520,12 +506,12 @@ impl Store {
 
     fn state(db: &IndexDb, key: &str) -> Result<Option<FileState>, IndexFault> {
         let txn = db.begin_read().map_err(|e| IndexFault::Storage(e.into()))?;
-        let files = match guard::read("files", || txn.open_table(FILES)) {
+        let files = match db::guard::read("files", || txn.open_table(FILES)) {
             Ok(t) => t,
             Err(IndexFault::Storage(redb::Error::TableDoesNotExist(_))) => return Ok(None),
             Err(e) => return Err(e),
         };
-        ingest::file_state(&files, key)
+        write::ingest::file_state(&files, key)
     }
 
     /// Drops what the index knows about `transcript` and indexes it again from zero.
@@ -546,12 +532,12 @@ impl Store {
         let txn = db.begin_write().map_err(|e| db.err(e))?;
         let alone = {
             let mut files = txn.open_table(FILES).map_err(|e| db.err(e))?;
-            let old = ingest::file_state(&files, &key).map_err(|e| db.err(e))?;
+            let old = write::ingest::file_state(&files, &key).map_err(|e| db.err(e))?;
             files.remove(key.as_str()).map_err(|e| db.err(e))?;
             let alone = files.is_empty().map_err(|e| db.err(e))?;
             drop(files);
             if let (Some(st), false) = (old, alone) {
-                ingest::drop_file_rows(&txn, st.file).map_err(|e| db.err(e))?;
+                write::ingest::drop_file_rows(&txn, st.file).map_err(|e| db.err(e))?;
             }
             alone
         };
@@ -561,7 +547,8 @@ impl Store {
             // cost a third as much as indexing again. The listing rows are carried over, when
             // they read (a cache of a cache: a damaged table is left behind, not an error),
             // in the catch-up's transaction (one commit less).
-            let listing = guard::isolate(|| Carried::read(&txn)).and_then(std::result::Result::ok);
+            let listing =
+                db::guard::isolate(|| Carried::read(&txn)).and_then(std::result::Result::ok);
             drop(txn);
             db.recreate()?;
             let (done, st) = Self::catch_up_with(&mut db, transcript, |txn| {
@@ -608,7 +595,7 @@ impl Store {
             let db_path = s.db_path(transcript);
             let key = Self::key(transcript);
             let active = ans.resolution.leaf.map(|(id, _)| id);
-            let found = match open::open_read_only(&db_path) {
+            let found = match db::open::open_read_only(&db_path) {
                 Some(ro) => leaf_rows(&ro, &key, active),
                 None => leaf_rows(IndexDb::open(&db_path)?.db(), &key, active),
             }
@@ -624,13 +611,13 @@ impl Store {
     /// (neither caught up first nor checked against the file): `None` when none is stored for
     /// that state or the index cannot be read. `verify` compares it with a full scan.
     pub fn materialised(&self, transcript: &Path) -> Result<Option<Answer>> {
-        let Some(ro) = open::open_read_only(&self.db_path(transcript)) else {
+        let Some(ro) = db::open::open_read_only(&self.db_path(transcript)) else {
             return Ok(None);
         };
         let Some(st) = read_state(&ro, &Self::key(transcript)) else {
             return Ok(None);
         };
-        let ans = query(&ro, st, transcript, view::OPTIONS, true)?;
+        let ans = query(&ro, st, transcript, read::view::OPTIONS, true)?;
         Ok(ans.filter(Answer::materialised))
     }
 
@@ -646,7 +633,7 @@ impl Store {
             }
             let keys: Vec<String> = group.iter().map(|&i| Self::key(&paths[i])).collect();
             let path = db_path.clone();
-            let Some(stored) = wait::bounded(move || views_stored(&path, &keys)) else {
+            let Some(stored) = db::wait::bounded(move || views_stored(&path, &keys)) else {
                 self.mark_busy(&db_path);
                 continue;
             };
@@ -687,7 +674,7 @@ impl Store {
     }
 
     /// With `in_memory`, lines appended since the last catch-up may be read in memory
-    /// ([`overlay`]) instead of caught up.
+    /// ([`overlay`](read::overlay)) instead of caught up.
     fn resolve_indexed_unguarded(
         &self,
         transcript: &Path,
@@ -697,7 +684,7 @@ impl Store {
         let db_path = self.db_path(transcript);
         let key = Self::key(transcript);
         let stat = Stat::of(transcript)?;
-        if let Some(ro) = open::open_read_only(&db_path)
+        if let Some(ro) = db::open::open_read_only(&db_path)
             && let Some(st) = read_state(&ro, &key)
         {
             if stat.unchanged(&st, false) {
@@ -705,7 +692,7 @@ impl Store {
                     return Ok(Some(a));
                 }
             } else if in_memory
-                && view::serves(&opts)
+                && read::view::serves(&opts)
                 && let Some(a) = extended_in_memory(&ro, &st, transcript, &stat)
             {
                 return Ok(Some(a));
@@ -754,7 +741,7 @@ fn leaf_rows(
     let Some(st) = read_state(db, key) else {
         return Ok(None);
     };
-    let txn = wait::waiting(|| db.begin_read()).map_err(|e| IndexFault::Storage(e.into()))?;
+    let txn = db::wait::waiting(|| db.begin_read()).map_err(|e| IndexFault::Storage(e.into()))?;
     let report = IndexGraph::new(&txn, st).and_then(|g| leaf_report_graph(&g, active));
     match report {
         Ok(r) => Ok(Some(r)),
@@ -764,14 +751,14 @@ fn leaf_rows(
 }
 
 fn read_state(db: &impl ReadableDatabase, key: &str) -> Option<FileState> {
-    let txn = wait::waiting(|| db.begin_read()).ok()?;
-    let files = guard::read("files", || txn.open_table(FILES)).ok()?;
-    ingest::file_state(&files, key).ok()?
+    let txn = db::wait::waiting(|| db.begin_read()).ok()?;
+    let files = db::guard::read("files", || txn.open_table(FILES)).ok()?;
+    write::ingest::file_state(&files, key).ok()?
 }
 
 /// Answers from an index that is current for `st`; `None` when a stored value is damaged
 /// (the caller rebuilds), an error when the storage fails. With `use_view`, an answer the
-/// materialised view holds ([`view::serves`]) is read from it instead of walked.
+/// materialised view holds ([`read::view::serves`]) is read from it instead of walked.
 fn query(
     db: &impl ReadableDatabase,
     st: FileState,
@@ -784,11 +771,11 @@ fn query(
         source: e,
     };
     let storage = |e: redb::Error| err(IndexFault::Storage(e));
-    let txn = wait::waiting(|| db.begin_read()).map_err(|e| storage(e.into()))?;
+    let txn = db::wait::waiting(|| db.begin_read()).map_err(|e| storage(e.into()))?;
     let f = st.file;
     let rows_st = st.clone();
-    let view_st = (use_view && view::serves(&opts)).then(|| st.clone());
-    let walked_st = view::serves(&opts).then(|| st.clone());
+    let view_st = (use_view && read::view::serves(&opts)).then(|| st.clone());
+    let walked_st = read::view::serves(&opts).then(|| st.clone());
     let torn_tail = st.torn_tail;
     let cursor = st.indexed_len;
     let bad_count = st.bad_lines;
@@ -801,8 +788,8 @@ fn query(
         Err(e) => return Err(err(e)),
     };
     let stored = match &view_st {
-        Some(view_st) => match guard::read("view", || txn.open_table(schema::VIEW))
-            .and_then(|t| view::load(&t, view_st))
+        Some(view_st) => match db::guard::read("view", || txn.open_table(format::schema::VIEW))
+            .and_then(|t| read::view::load(&t, view_st))
         {
             Ok(stored) => stored,
             Err(e) if e.is_damage() => return Ok(None),
@@ -816,9 +803,9 @@ fn query(
         let full_rows = OnceCell::new();
         let res = resolve_graph(&graph, opts, &names, || {
             if full_rows.get().is_none() {
-                let rows = guard::read("rows", || txn.open_table(ROWS))?;
-                let progress = guard::read("progress", || txn.open_table(PROGRESS))?;
-                let _ = full_rows.set(derive::load_rows(&rows, &progress, &rows_st, |r| r)?);
+                let rows = db::guard::read("rows", || txn.open_table(ROWS))?;
+                let progress = db::guard::read("progress", || txn.open_table(PROGRESS))?;
+                let _ = full_rows.set(write::derive::load_rows(&rows, &progress, &rows_st, |r| r)?);
             }
             let (rows, progress) = full_rows.get().expect("set above");
             Ok(Tree::from_rows(rows, progress, Projection::Full))
@@ -851,20 +838,20 @@ fn query(
 /// Whether the sidecar at `db_path` holds a view for the indexed state of each of the
 /// transcripts `keys` (empty when it cannot be read).
 fn views_stored(db_path: &Path, keys: &[String]) -> Vec<bool> {
-    let Some(ro) = open::open_read_only(db_path) else {
+    let Some(ro) = db::open::open_read_only(db_path) else {
         return Vec::new();
     };
-    guard::isolate(|| {
+    db::guard::isolate(|| {
         let txn = ro.begin_read().ok()?;
-        let files = guard::read("files", || txn.open_table(FILES)).ok()?;
-        let views = guard::read("view", || txn.open_table(schema::VIEW)).ok()?;
+        let files = db::guard::read("files", || txn.open_table(FILES)).ok()?;
+        let views = db::guard::read("view", || txn.open_table(format::schema::VIEW)).ok()?;
         Some(
             keys.iter()
                 .map(|k| {
-                    ingest::file_state(&files, k)
+                    write::ingest::file_state(&files, k)
                         .ok()
                         .flatten()
-                        .is_some_and(|st| view::stored_for(&views, &st).unwrap_or(false))
+                        .is_some_and(|st| read::view::stored_for(&views, &st).unwrap_or(false))
                 })
                 .collect(),
         )
@@ -874,7 +861,7 @@ fn views_stored(db_path: &Path, keys: &[String]) -> Vec<bool> {
 }
 
 /// The default resume view of `transcript` from the index as it is (`st`) and the lines
-/// appended since, read in memory ([`overlay`]): nothing is written. `None` when the append
+/// appended since, read in memory ([`overlay`](read::overlay)): nothing is written. `None` when the append
 /// is not answered that way (the caller catches up).
 fn extended_in_memory(
     db: &impl ReadableDatabase,
@@ -884,9 +871,10 @@ fn extended_in_memory(
 ) -> Option<Answer> {
     // redb panics on some damaged pages (see `guard`): a panic here is no answer, and the
     // catch-up that follows finds the damage.
-    guard::isolate(|| {
+    db::guard::isolate(|| {
         let txn = db.begin_read().ok()?;
-        let (resolution, ending, names, summary) = overlay::answer(&txn, st, transcript, stat)?;
+        let (resolution, ending, names, summary) =
+            read::overlay::answer(&txn, st, transcript, stat)?;
         let bad_lines = bad_lines(&txn, st.file, st.bad_lines).ok()?;
         Some(Answer {
             resolution,
@@ -907,8 +895,8 @@ fn extended_in_memory(
 /// The first [`BAD_LINES_KEPT`] skipped lines of file `f` (of `count`); one that does not
 /// decode is damage (never left out). The others are not read.
 fn bad_lines(txn: &redb::ReadTransaction, f: u32, count: u64) -> Result<Vec<BadLine>, IndexFault> {
-    let t = guard::read("bad_lines", || txn.open_table(BAD_LINES))?;
-    let stored = guard::read("bad_lines", || {
+    let t = db::guard::read("bad_lines", || txn.open_table(BAD_LINES))?;
+    let stored = db::guard::read("bad_lines", || {
         t.range((f, 0)..=(f, u64::MAX))?
             .take(BAD_LINES_KEPT)
             .map(|item| item.map(|(k, v)| (k.value().1, v.value().to_vec())))
@@ -923,7 +911,7 @@ fn bad_lines(txn: &redb::ReadTransaction, f: u32, count: u64) -> Result<Vec<BadL
     stored
         .into_iter()
         .map(|(line, v)| {
-            codec::decode(&codec::key_of(f, line), &v).ok_or_else(|| {
+            format::codec::decode(&format::codec::key_of(f, line), &v).ok_or_else(|| {
                 IndexFault::damaged("bad_lines", format!("line {line} does not decode"))
             })
         })

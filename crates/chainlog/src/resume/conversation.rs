@@ -11,7 +11,7 @@ use super::message::Message;
 use crate::chain::{BadLine, ChainBreak, LeafRule, Link, Resolution, ResolveOptions, View};
 use crate::error::{Error, Result, check_id};
 use crate::id::{Id, IdNames};
-use crate::index::ingest::Stat;
+use crate::index::write::ingest::Stat;
 use crate::index::{Answer, Source, Store};
 
 /// How to resume a session. The default is what Claude Code does: the chosen leaf, the resume

@@ -42,7 +42,7 @@ use crate::chain::ResolveOptions;
 use crate::error::{Error, Result};
 use crate::id::Id;
 use crate::index::Store;
-use crate::index::progress::Tracker;
+use crate::index::db::progress::Tracker;
 use repair::{Fault, guarded};
 
 /// One message that matches a query.

@@ -19,7 +19,7 @@
 //!   its footer's checksum must match. A stat does not see bit rot: that damage is found when
 //!   a read fails.
 //! - **Every tantivy call is guarded** ([`guarded`]): a panic is caught (its message not
-//!   printed, [`crate::index::guard::isolate`]) and, like any tantivy error, is a [`Fault::Index`].
+//!   printed, [`crate::index::db::guard::isolate`]) and, like any tantivy error, is a [`Fault::Index`].
 //!   The caller then starts the index over and asks again, in the same call.
 //! - **Starting over** holds tantivy's writer lock: a process writing the index is busy, not
 //!   damage. Under the lock the index is checked again (a fault can be another process's commit
@@ -75,7 +75,7 @@ pub(super) fn error(dir: &Path, e: impl Into<Box<dyn std::error::Error + Send + 
 
 /// Runs `f`, tantivy calls on this thread; a panic is [`Fault::Index`], its message unprinted.
 pub(super) fn guarded<T>(f: impl FnOnce() -> Result<T, Fault>) -> Result<T, Fault> {
-    crate::index::guard::isolate(f).unwrap_or_else(|| {
+    crate::index::db::guard::isolate(f).unwrap_or_else(|| {
         Err(Fault::Index(
             "tantivy panicked reading a damaged file".into(),
         ))

@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use super::FileMark;
 use crate::error::{Error, Result};
-use crate::index::progress::{Counted, Tracker};
+use crate::index::db::progress::{Counted, Tracker};
 use crate::resume::message::{Message, Role};
 use crate::transcript::frame::Framer;
 

@@ -33,7 +33,7 @@ use super::shape::{Stamp, is_message_type, js_numbers, message_line, metadata_li
 use crate::error::{Error, Result};
 use crate::id::Id;
 use crate::index::Store;
-use crate::index::lookup::IndexedFile;
+use crate::index::read::lookup::IndexedFile;
 use crate::transcript::batch::{Batch, settle};
 use crate::transcript::folder::Folder;
 

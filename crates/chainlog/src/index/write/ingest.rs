@@ -10,7 +10,7 @@
 //! bad line is recorded and skipped, and the cursor always advances.
 //!
 //! Rows are appended in the same map order as the full scan (a duplicate uuid replaces the
-//! row in place). The projections are then re-derived ([`super::derive`]).
+//! row in place). The projections are then re-derived ([`crate::index::write::derive`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
@@ -21,18 +21,18 @@ use std::path::Path;
 
 use redb::{ReadableTable, WriteTransaction};
 
-use super::codec::{decode, encode, id_key, key_of, opt_id, tag};
-use super::ids::{
-    IdEntry, decode as decode_ids, decode_response, encode as encode_ids, encode_response,
-};
-use super::schema::{
-    BAD_LINES, CHUNK_SIZE, CHUNKS, FILES, FORWARD, FileState, IDS, NAMES, PROGRESS, RESPONSES,
-    ROWS, SIDECHAINS,
-};
 use crate::chain::{BadLine, MessageRow};
 use crate::error::IndexFault;
 use crate::error::{Error, Result};
 use crate::id::Id;
+use crate::index::format::codec::{decode, encode, id_key, key_of, opt_id, tag};
+use crate::index::format::ids::{
+    IdEntry, decode as decode_ids, decode_response, encode as encode_ids, encode_response,
+};
+use crate::index::format::schema::{
+    BAD_LINES, CHUNK_SIZE, CHUNKS, FILES, FORWARD, FileState, IDS, NAMES, PROGRESS, RESPONSES,
+    ROWS, SIDECHAINS,
+};
 use crate::transcript::envelope::{Entry, Flags, Kind, MessageHead};
 use crate::transcript::frame::{FrameSummary, Framer};
 
@@ -208,7 +208,7 @@ fn all_chunks_match(
 
 /// Deletes every row of file id `f` from every per-file table.
 pub fn drop_file_rows(txn: &WriteTransaction, f: u32) -> Result<(), redb::Error> {
-    use super::schema::{ID_FIRST as ZERO, ID_LAST as MAX};
+    use crate::index::format::schema::{ID_FIRST as ZERO, ID_LAST as MAX};
     txn.open_table(CHUNKS)?
         .retain_in((f, 0)..=(f, u64::MAX), |_, _| false)?;
     txn.open_table(ROWS)?
@@ -227,8 +227,8 @@ pub fn drop_file_rows(txn: &WriteTransaction, f: u32) -> Result<(), redb::Error>
         .retain_in((f, ZERO)..=(f, MAX), |_, ()| false)?;
     txn.open_table(SIDECHAINS)?
         .retain_in((f, 0)..=(f, u32::MAX), |_, _| false)?;
-    super::derive::clear(txn, f)?;
-    super::view::clear(txn, f)?;
+    crate::index::write::derive::clear(txn, f)?;
+    crate::index::read::view::clear(txn, f)?;
     Ok(())
 }
 
@@ -237,7 +237,7 @@ pub fn file_state(
     table: &impl ReadableTable<&'static str, &'static [u8]>,
     path: &str,
 ) -> Result<Option<FileState>, IndexFault> {
-    let v = super::guard::read("files", || {
+    let v = crate::index::db::guard::read("files", || {
         Ok::<_, redb::StorageError>(table.get(path)?.map(|v| v.value().to_vec()))
     })?;
     Ok(v.and_then(|v| decode(path.as_bytes(), &v)))
@@ -258,7 +258,8 @@ pub fn catch_up(
             .metadata()
             .map_err(|e| IngestError::Io(Error::io(path, e)))?,
     );
-    let old = file_state(&txn.open_table(FILES)?, key).map_err(super::derive::ingest_error)?;
+    let old = file_state(&txn.open_table(FILES)?, key)
+        .map_err(crate::index::write::derive::ingest_error)?;
     // The file changed (or its last check was racy) but did not grow past what was seen: an
     // in-place edit can be anywhere, so every chunk is checked, not only the last one.
     let edited_in_place = |st: &FileState| {
@@ -288,7 +289,7 @@ pub fn catch_up(
         }
         Some(st) => st,
         None => FileState {
-            file: super::open::next_file_id(txn)?,
+            file: crate::index::db::open::next_file_id(txn)?,
             ..FileState::default()
         },
     };
@@ -331,13 +332,13 @@ pub fn catch_up(
             st.lines += summary.lines;
             if changed {
                 let done = !derive_all
-                    && super::incremental::extend(txn, &mut st, &batch.new_rows)
-                        .map_err(super::derive::ingest_error)?;
+                    && crate::index::write::incremental::extend(txn, &mut st, &batch.new_rows)
+                        .map_err(crate::index::write::derive::ingest_error)?;
                 if !done {
-                    super::derive::derive(txn, &mut st)?;
+                    crate::index::write::derive::derive(txn, &mut st)?;
                     // The projections were derived again: the stored view can no longer be
-                    // extended (see `super::extension`), the next resume walks.
-                    super::view::clear(txn, st.file)?;
+                    // extended (see `crate::index::write::extension`), the next resume walks.
+                    crate::index::read::view::clear(txn, st.file)?;
                 }
             }
             Ok(())
@@ -457,7 +458,7 @@ struct Tables<'t> {
     progress: redb::Table<'t, (u32, [u8; 16]), &'static [u8]>,
     forward: redb::Table<'t, (u32, [u8; 16]), ()>,
     bad: redb::Table<'t, (u32, u64), &'static [u8]>,
-    sidechains: super::sidechains::Runs<'t>,
+    sidechains: crate::index::write::runs::Runs<'t>,
     /// Changes of `ids` (a new message's row, a parent's new and removed children) and of
     /// `responses` (rows gained and lost) waiting to be written in key order (their keys are
     /// random: sorted runs fill B-tree pages sequentially).
@@ -468,8 +469,8 @@ struct Tables<'t> {
     removed_msg_ids: BTreeSet<(u64, u32)>,
     /// The edges of a first index of the file, written once at its end ([`FromZero`]).
     zero: Option<FromZero>,
-    /// The block of rows being written ([`super::row::Writer`]).
-    rows_w: super::row::Writer,
+    /// The block of rows being written ([`crate::index::format::row::Writer`]).
+    rows_w: crate::index::format::row::Writer,
 }
 
 /// The random-key edges (`ids`, `responses`) of a file indexed
@@ -772,7 +773,7 @@ impl Tables<'_> {
                 self.removed_msg_ids.insert((mid, seq));
             }
             if old.head.flags.has(Flags::SIDECHAIN)
-                && super::sidechains::remove(&mut self.sidechains, f, seq)?
+                && crate::index::write::runs::remove(&mut self.sidechains, f, seq)?
             {
                 st.sidechain_rows = st.sidechain_rows.saturating_sub(1);
             }
@@ -868,7 +869,7 @@ impl Tables<'_> {
                     }
                 }
                 if head.flags.has(Flags::SIDECHAIN)
-                    && super::sidechains::add(&mut self.sidechains, f, seq)?
+                    && crate::index::write::runs::add(&mut self.sidechains, f, seq)?
                 {
                     st.sidechain_rows += 1;
                 }
@@ -936,7 +937,7 @@ fn ingest_from<'t>(
         removed_msg_ids: BTreeSet::new(),
         // No row of the file yet: its edge tables are empty (a restart dropped them).
         zero: (st.rows == 0).then(FromZero::default),
-        rows_w: super::row::Writer::default(),
+        rows_w: crate::index::format::row::Writer::default(),
     };
     let io = |e| IngestError::Io(Error::io("transcript", e));
     let base = st.indexed_len / CHUNK_SIZE * CHUNK_SIZE;
@@ -944,7 +945,7 @@ fn ingest_from<'t>(
     file.read_exact_at(&mut prefix, base).map_err(io)?;
     let mut reader = file;
     reader.seek(SeekFrom::Start(st.indexed_len)).map_err(io)?;
-    let reporting = super::progress::Reporting::new(
+    let reporting = crate::index::db::progress::Reporting::new(
         reader.take(len - st.indexed_len),
         path,
         len - st.indexed_len,
@@ -952,9 +953,9 @@ fn ingest_from<'t>(
     let mut hashing = HashingReader::new(reporting, st.indexed_len, &prefix);
     let framer = Framer::resume_at(st.indexed_len, st.lines).expecting(len - st.indexed_len);
     // Framing and fingerprinting on one thread, storing on this one in file order, parsing on
-    // whichever of the three is free (`super::parsing`).
+    // whichever of the three is free (`crate::index::write::parsing`).
     let mut failure: Option<redb::Error> = None;
-    let parsed = super::parsing::parse_in_order(&framer, &mut hashing, |lines| {
+    let parsed = crate::index::write::parsing::parse_in_order(&framer, &mut hashing, |lines| {
         // After a failure keep draining, so the parsers never block.
         if failure.is_some() {
             return;
@@ -1061,7 +1062,7 @@ mod tests {
     /// Catches `path` up in `db` (key `t`).
     fn index(db: &redb::Database, path: &Path) -> CatchUp {
         let txn = db.begin_write().unwrap();
-        super::super::schema::create_all(&txn).unwrap();
+        crate::index::format::schema::create_all(&txn).unwrap();
         let (done, st) = catch_up(&txn, "t", path).unwrap();
         txn.commit().unwrap();
         rows_fill_blocks(db, &st);
@@ -1073,7 +1074,7 @@ mod tests {
     fn rows_fill_blocks(db: &redb::Database, st: &FileState) {
         let txn = db.begin_read().unwrap();
         let rows = txn.open_table(ROWS).unwrap();
-        let per = super::super::row::PER_BLOCK;
+        let per = crate::index::format::row::PER_BLOCK;
         let blocks: Vec<u32> = rows
             .range((st.file, 0)..=(st.file, u32::MAX))
             .unwrap()
@@ -1082,12 +1083,14 @@ mod tests {
         assert_eq!(blocks, (0..st.rows.div_ceil(per)).collect::<Vec<_>>());
         for seq in 0..st.rows {
             assert!(
-                super::super::row::get(&rows, st, seq).unwrap().is_some(),
+                crate::index::format::row::get(&rows, st, seq)
+                    .unwrap()
+                    .is_some(),
                 "row {seq}"
             );
         }
         assert!(
-            super::super::row::get(&rows, st, st.rows)
+            crate::index::format::row::get(&rows, st, st.rows)
                 .unwrap()
                 .is_none()
         );

@@ -1,8 +1,8 @@
 //! The derived state of one file — what [`Tree`] computes — stored and read back in one place.
 //!
 //! # Context
-//! The full re-derivation ([`super::derive`]), the incremental update after an append
-//! ([`super::incremental`]) and the query ([`super::query`]) all need the same facts: which
+//! The full re-derivation ([`crate::index::write::derive`]), the incremental update after an append
+//! ([`crate::index::write::incremental`]) and the query ([`crate::index::read::query`]) all need the same facts: which
 //! rows are live, each row's effective parent, its children, the leaves and the zeroed usage.
 //! [`Encoder`] is the only code that writes them and [`Decoder`] the only code that reads them,
 //! so the three paths cannot disagree on a layout.
@@ -21,17 +21,17 @@
 
 use redb::{ReadableTable, Table, WriteTransaction};
 
-use super::codec::{id_key, opt_id, read_opt_id, tag, untag};
-use super::guard::read;
-use super::ids::IdEntry;
-use super::schema::{
-    DERIVED, FileState, ID_FIRST as ZERO, ID_LAST as MAX, LEAF_TIMES, REPARENTED, derived,
-    sortable_ts,
-};
 use crate::chain::tree::RowHead;
 use crate::chain::{MessageRow, Tree};
 use crate::error::{Fault, IndexFault};
 use crate::id::Id;
+use crate::index::db::guard::read;
+use crate::index::format::codec::{id_key, opt_id, read_opt_id, tag, untag};
+use crate::index::format::ids::IdEntry;
+use crate::index::format::schema::{
+    DERIVED, FileState, ID_FIRST as ZERO, ID_LAST as MAX, LEAF_TIMES, REPARENTED, derived,
+    sortable_ts,
+};
 use crate::transcript::envelope::Flags;
 
 /// The one writer of the derived state of a file.
@@ -188,7 +188,7 @@ pub struct Decoder<R, I, D, P> {
     /// Check what the projections imply of a parent ([`Decoder::strict`]).
     strict: bool,
     /// The block of rows read last.
-    block: super::row::Cache,
+    block: crate::index::format::row::Cache,
 }
 
 impl<R, I, D, P> Decoder<R, I, D, P>
@@ -207,7 +207,7 @@ where
             derived,
             reparented,
             sets: std::cell::OnceCell::new(),
-            block: super::row::Cache::default(),
+            block: crate::index::format::row::Cache::default(),
             strict: false,
         }
     }
@@ -238,7 +238,7 @@ where
     /// The stored row at map position `seq`.
     pub fn row(&self, seq: u32) -> Fault<MessageRow> {
         read("rows", || {
-            super::row::get_cached(&self.rows, &self.st, seq, &self.block)
+            crate::index::format::row::get_cached(&self.rows, &self.st, seq, &self.block)
         })?
         .ok_or_else(|| IndexFault::damaged("rows", format!("row {seq} missing or undecodable")))
     }
@@ -312,7 +312,7 @@ where
             Ok::<_, redb::StorageError>(self.ids.get((f, id.0))?.map(|v| v.value().to_vec()))
         })?;
         v.map(|v| {
-            super::ids::decode(f, id.0, &v)
+            crate::index::format::ids::decode(f, id.0, &v)
                 .ok_or_else(|| IndexFault::damaged("ids", "an entry fails its checksum"))
         })
         .transpose()

@@ -3,7 +3,7 @@
 //! A resume touches the rows of its chain (a point lookup each), the leaves, and — for the
 //! parallel tool-result splice — the `message.id` groups and tool results of the assistants
 //! on the chain. Nothing is proportional to the file. The derived state is read through the one
-//! decoder ([`super::state::Decoder`]); a value that does not decode ends the answer with a
+//! decoder ([`crate::index::format::state::Decoder`]); a value that does not decode ends the answer with a
 //! typed [`IndexFault`].
 
 use std::borrow::Cow;
@@ -12,19 +12,19 @@ use std::collections::HashMap;
 
 use redb::{ReadOnlyTable, ReadTransaction};
 
-use super::guard::read;
-use super::schema::sortable_ts;
-use super::schema::{
-    DERIVED, FORWARD, FileState, IDS, LEAF_TIMES, NAMES, PROGRESS, REPARENTED, RESPONSES, ROWS,
-};
-use super::state::{self, Decoder};
 use crate::chain::{Graph, MessageRow};
 use crate::error::IndexFault;
 use crate::id::{Id, IdNames};
+use crate::index::db::guard::read;
+use crate::index::format::schema::sortable_ts;
+use crate::index::format::schema::{
+    DERIVED, FORWARD, FileState, IDS, LEAF_TIMES, NAMES, PROGRESS, REPARENTED, RESPONSES, ROWS,
+};
+use crate::index::format::state::{self, Decoder};
 use crate::transcript::envelope::{Flags, Kind, MessageHead};
 use crate::transcript::frame::LinePos;
 
-use super::schema::{ID_FIRST as ZERO, ID_LAST as MAX};
+use crate::index::format::schema::{ID_FIRST as ZERO, ID_LAST as MAX};
 
 type ReadDecoder = Decoder<
     ReadOnlyTable<(u32, u32), &'static [u8]>,
@@ -150,7 +150,7 @@ impl IndexGraph {
             Ok::<_, redb::StorageError>(self.responses.get((f, mid))?.map(|v| v.value().to_vec()))
         })?;
         let seqs = match v {
-            Some(v) => super::ids::decode_response(f, mid, &v)
+            Some(v) => crate::index::format::ids::decode_response(f, mid, &v)
                 .ok_or_else(|| IndexFault::damaged("responses", "an entry fails its checksum"))?,
             None if required => {
                 return Err(IndexFault::damaged(
@@ -358,7 +358,8 @@ impl Graph for IndexGraph {
 mod tests {
     use super::*;
     use crate::chain::{ResolveOptions, resolve_graph};
-    use crate::index::{ingest, schema};
+    use crate::index::format::schema;
+    use crate::index::write::ingest;
     use crate::testing::line;
     use redb::{ReadableDatabase, ReadableTable};
 
@@ -451,7 +452,7 @@ mod tests {
         assert!(chain_len(&db, &st).unwrap_err().is_damage());
         let r = db.begin_read().unwrap();
         let (rows, progress) = (r.open_table(ROWS).unwrap(), r.open_table(PROGRESS).unwrap());
-        let err = super::super::derive::load_rows(&rows, &progress, &st, |r| r).unwrap_err();
+        let err = crate::index::write::derive::load_rows(&rows, &progress, &st, |r| r).unwrap_err();
         assert!(
             matches!(err, IndexFault::Damaged { table: "rows", .. }),
             "{err}"

@@ -2,20 +2,20 @@
 //!
 //! # Context
 //! A sidecar is read on the read-only fast path only when it is exactly as chainlog last
-//! verified or wrote it (the `<db>.verified` marker: [`super::open::is_verified`]). A read-write
+//! verified or wrote it (the `<db>.verified` marker: [`crate::index::db::open::is_verified`]). A read-write
 //! open rewrites redb's header, so while any chainlog process holds the sidecar open read-write
 //! the marker is stale. Without more, every reader then took the read-write path, and a writer
-//! stopped with SIGSTOP inside its write transaction made each of them wait ([`super::wait`])
+//! stopped with SIGSTOP inside its write transaction made each of them wait ([`crate::index::db::wait`])
 //! before answering from the transcript, even for a session whose index is current.
 //!
 //! # Design
-//! Every [`super::open::IndexDb`] holds a shared `flock` on `<db>.live` from the moment the file
+//! Every [`crate::index::db::open::IndexDb`] holds a shared `flock` on `<db>.live` from the moment the file
 //! is trusted (its marker matched, or every page checksum was checked) until it has closed the
 //! database and written the marker. A sidecar whose `<db>.live` is locked is therefore being
 //! changed by chainlog itself, from a trusted state, and may be read through a read-only
 //! handle, which reads the last committed snapshot beside live writers and never takes the
 //! writer lock. (A read-write open still requires the marker or a page check:
-//! [`super::open::IndexDb::open`].)
+//! [`crate::index::db::open::IndexDb::open`].)
 //! A writer killed with SIGKILL loses its lock with the process, so the sidecar is no longer
 //! trusted and the next read-write open repairs and checks it. A stopped writer keeps it.
 
@@ -36,7 +36,7 @@ fn live_path(db: &Path) -> PathBuf {
 
 /// Takes a shared lock on `<db>.live` (created 0600), or `None` when the file cannot be made
 /// or is not a regular file: readers then simply do not trust the sidecar while it is open.
-/// The wait is bounded ([`super::wait`]): a reader holds the exclusive lock only for a probe.
+/// The wait is bounded ([`crate::index::db::wait`]): a reader holds the exclusive lock only for a probe.
 pub fn enter(db: &Path) -> Option<Live> {
     use std::os::unix::fs::OpenOptionsExt;
     let file = std::fs::OpenOptions::new()
@@ -51,7 +51,7 @@ pub fn enter(db: &Path) -> Option<Live> {
     if !file.metadata().ok()?.is_file() {
         return None;
     }
-    super::wait::waiting(|| file.lock_shared()).ok()?;
+    crate::index::db::wait::waiting(|| file.lock_shared()).ok()?;
     Some(Live { _file: file })
 }
 

@@ -1,7 +1,7 @@
 //! Keeping the materialised resume view current after a plain append.
 //!
 //! # Context
-//! A view stored by a resume ([`super::view`]) answers only the state it was computed for;
+//! A view stored by a resume ([`crate::index::read::view`]) answers only the state it was computed for;
 //! after an append the next resume had to walk the whole chain again and read every line of it
 //! (for how the conversation ends). Most appends continue the chain.
 //!
@@ -20,16 +20,16 @@
 use std::ops::Range;
 use std::path::Path;
 
-use super::guard;
-use super::ingest::{self, ViewUpdate};
-use super::guard::isolate;
-use super::open::IndexDb;
-use super::query::IndexGraph;
-use super::schema::{FILES, FileState, VIEW};
-use super::view::{self, Older, Stored};
 use crate::chain::extend::{Extended, extend};
 use crate::chain::{Graph, Link};
 use crate::id::{Id, IdNames};
+use crate::index::db::guard;
+use crate::index::db::guard::isolate;
+use crate::index::db::open::IndexDb;
+use crate::index::format::schema::{FILES, FileState, VIEW};
+use crate::index::read::query::IndexGraph;
+use crate::index::read::view::{self, Older, Stored};
+use crate::index::write::ingest::{self, ViewUpdate};
 use crate::resume::body::read_view;
 use crate::resume::interrupt::Ending;
 use crate::transcript::envelope::Kind;
@@ -116,7 +116,7 @@ fn plan(
 /// The view `stored` of `len` links (its `chain` holding the last ones), chosen with newest
 /// checkpoint `checkpoint`, extended over `g` after rows `appended` were appended, with how
 /// the longer conversation ends; `None` when that cannot be proven (see the module doc).
-/// What a catch-up stores, and what a read-only resume answers from ([`super::overlay`]).
+/// What a catch-up stores, and what a read-only resume answers from ([`crate::index::read::overlay`]).
 pub(crate) fn extend_stored<G: Graph>(
     g: &G,
     transcript: &Path,

@@ -16,10 +16,10 @@ use std::time::Duration;
 
 use redb::{ConcurrencyMode, Database, DatabaseError, ReadableDatabase, ReadableTable};
 
-use super::guard::{self, isolate};
-use super::schema::{self, INDEX_SCHEMA_VERSION, META};
-use super::unsynced;
 use crate::error::{Error, IndexFault, Result};
+use crate::index::db::guard::{self, isolate};
+use crate::index::db::unsynced;
+use crate::index::format::schema::{self, INDEX_SCHEMA_VERSION, META};
 
 /// Attempts before giving up on a busy database; backoff doubles from 2 ms (≈ 1 s in all).
 const OPEN_ATTEMPTS: u32 = 9;
@@ -30,9 +30,9 @@ pub struct IndexDb {
     pub path: PathBuf,
     /// The redb handle (taken at drop to close the file before the verified marker is written).
     handle: Option<Database>,
-    /// This process's share of `<db>.live` ([`super::live`]), taken once the file is trusted and
+    /// This process's share of `<db>.live` ([`crate::index::db::live`]), taken once the file is trusted and
     /// released after the marker is written.
-    live: Option<super::live::Live>,
+    live: Option<crate::index::db::live::Live>,
     /// The open created the file: its only commits are this handle's (the tables' creation,
     /// then what the caller writes).
     pub created: bool,
@@ -69,7 +69,7 @@ impl IndexDb {
         }
         // Read before redb's read-write open, which rewrites the header (and so the file's
         // modification time): read after it, the marker would never match. Another chainlog
-        // process having the file open ([`super::live`]) is not enough here: a writer commits
+        // process having the file open ([`crate::index::db::live`]) is not enough here: a writer commits
         // through redb's allocator state, which panics on damaged pages instead of failing.
         let verified = is_verified(path);
         let mut fresh = create_private_file(path).map_err(|e| index_error(path, e))?;
@@ -120,7 +120,7 @@ impl IndexDb {
             }
         }
         // Trusted from here on: readers may use the read-only path while this handle is open.
-        idx.live = super::live::enter(path);
+        idx.live = crate::index::db::live::enter(path);
         idx.check_schema()?;
         Ok(idx)
     }
@@ -199,24 +199,24 @@ impl IndexDb {
         Ok(())
     }
 
-    /// Begins a write transaction (a bounded wait: [`super::wait`]).
+    /// Begins a write transaction (a bounded wait: [`crate::index::db::wait`]).
     pub fn begin_write(
         &self,
     ) -> std::result::Result<redb::WriteTransaction, redb::TransactionError> {
-        super::wait::waiting(|| self.db().begin_write())
+        crate::index::db::wait::waiting(|| self.db().begin_write())
     }
 
-    /// Begins a read transaction (a bounded wait: [`super::wait`]).
+    /// Begins a read transaction (a bounded wait: [`crate::index::db::wait`]).
     pub fn begin_read(&self) -> std::result::Result<redb::ReadTransaction, redb::TransactionError> {
-        super::wait::waiting(|| self.db().begin_read())
+        crate::index::db::wait::waiting(|| self.db().begin_read())
     }
 
-    /// Gives freed pages back (best effort; a bounded wait: [`super::wait`]). redb panics on
-    /// some damaged pages ([`super::guard`]), and a compaction reads them all: one that panics
+    /// Gives freed pages back (best effort; a bounded wait: [`crate::index::db::wait`]). redb panics on
+    /// some damaged pages ([`crate::index::db::guard`]), and a compaction reads them all: one that panics
     /// starts the file over (its handle is dropped in isolation too: the close commits).
     pub fn compact(&mut self) {
         let done = isolate(|| {
-            let _ = super::wait::waiting(|| self.db_mut().compact());
+            let _ = crate::index::db::wait::waiting(|| self.db_mut().compact());
         });
         if done.is_none() {
             let _ = self.start_over();
@@ -237,8 +237,9 @@ pub fn open_read_only(path: &Path) -> Option<redb::ReadOnlyDatabase> {
     if !is_trusted(path) {
         return None;
     }
-    let db = isolate(|| super::wait::waiting(|| builder().open_read_only(path)))?.ok()?;
-    is_current(&super::wait::waiting(|| db.begin_read()).ok()?).then_some(db)
+    let db =
+        isolate(|| crate::index::db::wait::waiting(|| builder().open_read_only(path)))?.ok()?;
+    is_current(&crate::index::db::wait::waiting(|| db.begin_read()).ok()?).then_some(db)
 }
 
 /// Whether a database is of the current layout: it records [`INDEX_SCHEMA_VERSION`] and has
@@ -298,7 +299,7 @@ fn marker_path(path: &Path) -> PathBuf {
 /// they were seen in, as the marker records them; `None` unless it is a regular file. The
 /// status-change time (ctime) cannot be set back by a user: a write followed by `touch -r`
 /// still changes it. The boot id makes a reboot invalidate every marker: sidecars are written
-/// without fsync ([`super::unsynced`]), so a machine crash may have torn one.
+/// without fsync ([`crate::index::db::unsynced`]), so a machine crash may have torn one.
 fn file_version(path: &Path) -> Option<String> {
     use std::os::unix::fs::MetadataExt;
     let m = std::fs::metadata(path)
@@ -318,7 +319,6 @@ fn file_version(path: &Path) -> Option<String> {
 /// The longest marker chainlog writes (a boot id, five decimal numbers, separators), with room.
 const MARKER_MAX: u64 = 256;
 
-
 /// Whether the database file is exactly as chainlog last verified or wrote it. A file changed
 /// behind chainlog's back (a flipped bit, a copy, a truncation) fails this and is checked page by
 /// page before it is trusted.
@@ -334,9 +334,9 @@ pub fn is_verified(path: &Path) -> bool {
 
 /// Whether the database file may be read (read-only) without checking its pages: it is as
 /// chainlog last verified or wrote it ([`is_verified`]), or a chainlog process that trusted it
-/// has it open read-write now ([`super::live`]; the marker is stale while it is open).
+/// has it open read-write now ([`crate::index::db::live`]; the marker is stale while it is open).
 pub fn is_trusted(path: &Path) -> bool {
-    is_verified(path) || super::live::held(path)
+    is_verified(path) || crate::index::db::live::held(path)
 }
 
 fn mark_verified(path: &Path) {
@@ -361,7 +361,7 @@ fn mark_verified(path: &Path) {
 /// `Database::create` in multi-writer mode: a bounded wait, and a panic on a damaged file
 /// turned into a corruption error ([`isolate`]).
 ///
-/// Without fsync ([`super::unsynced`]) when the boot can be told, so that a machine crash
+/// Without fsync ([`crate::index::db::unsynced`]) when the boot can be told, so that a machine crash
 /// invalidates every marker.
 fn create_isolated(path: &Path) -> std::result::Result<Database, DatabaseError> {
     let create = || {
@@ -374,11 +374,9 @@ fn create_isolated(path: &Path) -> std::result::Result<Database, DatabaseError> 
             .create(true)
             .truncate(false)
             .open(path)?;
-        builder().create_with_backend(unsynced::Unsynced(redb::backends::FileBackend::new(
-            file,
-        )?))
+        builder().create_with_backend(unsynced::Unsynced(redb::backends::FileBackend::new(file)?))
     };
-    isolate(|| super::wait::waiting(create)).unwrap_or_else(|| {
+    isolate(|| crate::index::db::wait::waiting(create)).unwrap_or_else(|| {
         Err(DatabaseError::Storage(redb::StorageError::Corrupted(
             "redb panicked reading the damaged file".into(),
         )))

@@ -17,7 +17,7 @@
 //! `message.id` hash: the assistant rows of that response, ascending, the first one's
 //! difference to 0 (they were `msg_ids` keys with a `counts` entry per response).
 
-use super::codec::{Reader, id_key, key_of, put_uvar, tag, untag};
+use crate::index::format::codec::{Reader, id_key, key_of, put_uvar, tag, untag};
 
 /// The `ids` table, open for reading.
 pub type ReadIds = redb::ReadOnlyTable<(u32, [u8; 16]), &'static [u8]>;

@@ -97,7 +97,7 @@ pub fn boot_id() -> Option<&'static str> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::open::{IndexDb, is_verified};
+    use crate::index::db::open::{IndexDb, is_verified};
 
     #[test]
     fn a_marker_from_another_boot_does_not_verify() {

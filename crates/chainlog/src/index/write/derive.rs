@@ -3,7 +3,7 @@
 //! The projected tree (format.md §A5 steps 3, 5, 6, 7) is computed by the very code the reference
 //! loader uses ([`Tree::project`]) over the rows stored in the index — never by re-reading
 //! the transcript — and stored by the one encoder of the derived state
-//! ([`super::state::Encoder`]): re-pointed parents, dead rows, leaves and zeroed-usage rows.
+//! ([`crate::index::format::state::Encoder`]): re-pointed parents, dead rows, leaves and zeroed-usage rows.
 //! A resume then reads only the rows of its chain.
 //!
 //! The cost is one pass over the file's stored rows (≈ 30 bytes each, not the transcript's
@@ -13,13 +13,13 @@ use std::collections::HashMap;
 
 use redb::{ReadableTable, WriteTransaction};
 
-use super::codec::{id_key, key_of, read_opt_id, untag};
-use super::schema::{FileState, ID_FIRST as ZERO, ID_LAST as MAX, PROGRESS, ROWS};
-use super::state::Encoder;
 use crate::chain::tree::RowHead;
 use crate::chain::{MessageRow, Projection, Tree};
 use crate::error::{Fault, IndexFault};
 use crate::id::Id;
+use crate::index::format::codec::{id_key, key_of, read_opt_id, untag};
+use crate::index::format::schema::{FileState, ID_FIRST as ZERO, ID_LAST as MAX, PROGRESS, ROWS};
+use crate::index::format::state::Encoder;
 use crate::transcript::envelope::{Flags, Kind, Segment};
 
 /// Removes the derived rows of file `f`.
@@ -54,7 +54,7 @@ pub fn load_rows<T>(
     loop {
         bytes.clear();
         ends.clear();
-        super::guard::read("rows", || {
+        crate::index::db::guard::read("rows", || {
             for item in rows_t.range((f, from)..=(f, u32::MAX))?.take(LOAD_BATCH) {
                 let (k, v) = item?;
                 bytes.extend_from_slice(v.value());
@@ -70,13 +70,13 @@ pub fn load_rows<T>(
             let v = &bytes[start..end];
             start = end;
             // Every block before this one is full.
-            if u64::from(b) * u64::from(super::row::PER_BLOCK) != rows.len() as u64 {
+            if u64::from(b) * u64::from(crate::index::format::row::PER_BLOCK) != rows.len() as u64 {
                 return Err(IndexFault::damaged(
                     "rows",
                     format!("block {b} out of sequence"),
                 ));
             }
-            let block = super::row::decode_block(st, &key_of(f, b.into()), v)
+            let block = crate::index::format::row::decode_block(st, &key_of(f, b.into()), v)
                 .ok_or_else(|| IndexFault::damaged("rows", format!("block {b} does not decode")))?;
             rows.extend(block.into_iter().map(&mut keep));
         }
@@ -92,7 +92,7 @@ pub fn load_rows<T>(
         ));
     }
     let mut progress = HashMap::new();
-    let stored = super::guard::read("progress", || {
+    let stored = crate::index::db::guard::read("progress", || {
         progress_t
             .range((f, ZERO)..=(f, MAX))?
             .map(|item| item.map(|(k, v)| (k.value().1, v.value().to_vec())))
@@ -166,7 +166,7 @@ impl RowHead for Slim {
 pub fn derive(
     txn: &WriteTransaction,
     st: &mut FileState,
-) -> Result<(), super::ingest::IngestError> {
+) -> Result<(), crate::index::write::ingest::IngestError> {
     let loaded = {
         let rows_t = txn.open_table(ROWS)?;
         let progress_t = txn.open_table(PROGRESS)?;
@@ -179,9 +179,9 @@ pub fn derive(
 }
 
 /// A fault while re-deriving: storage failures are retried, damage rebuilds the index.
-pub fn ingest_error(e: IndexFault) -> super::ingest::IngestError {
+pub fn ingest_error(e: IndexFault) -> crate::index::write::ingest::IngestError {
     match e {
-        IndexFault::Storage(e) => super::ingest::IngestError::Db(e),
-        _ => super::ingest::IngestError::Damaged,
+        IndexFault::Storage(e) => crate::index::write::ingest::IngestError::Db(e),
+        _ => crate::index::write::ingest::IngestError::Damaged,
     }
 }

@@ -2,7 +2,7 @@
 //!
 //! # Context
 //! A resume right after an append caught the index up first: a read-write open, a write
-//! transaction for the new rows, another to extend the stored view ([`super::extension`]), and
+//! transaction for the new rows, another to extend the stored view ([`crate::index::write::extension`]), and
 //! redb's close — about 1.7 ms, more than the resume itself for short views, with the sidecar
 //! locked meanwhile. The answer needs none of it stored.
 //!
@@ -19,7 +19,7 @@
 //! ([`extension::extend_stored`]): the index's read-only snapshot with the new rows on top.
 //!
 //! Leaf facts change only for the first user/assistant at or above a new row's parent (the
-//! argument of `super::incremental`): such a turn is no leaf when a new turn is its child, and
+//! argument of `crate::index::write::incremental`): such a turn is no leaf when a new turn is its child, and
 //! still a leaf when it was one (or is new) and only non-turn rows were appended below it;
 //! otherwise step 7 is computed for it from its children, old and new
 //! ([`leaf_by_children`], the function the incremental update uses). A walk past
@@ -37,16 +37,16 @@ use std::path::Path;
 
 use redb::ReadTransaction;
 
-use super::extension;
-use super::guard;
-use super::ingest::{self, INCREMENTAL_MAX_ROWS, Stat};
-use super::query::IndexGraph;
-use super::schema::{CHUNKS, FileState, VIEW};
-use super::view;
 use crate::chain::leaf::leaf_by_children;
 use crate::chain::{Graph, MessageRow, Resolution};
 use crate::error::IndexFault;
 use crate::id::{Id, IdNames};
+use crate::index::db::guard;
+use crate::index::format::schema::{CHUNKS, FileState, VIEW};
+use crate::index::read::query::IndexGraph;
+use crate::index::read::view;
+use crate::index::write::extension;
+use crate::index::write::ingest::{self, INCREMENTAL_MAX_ROWS, Stat};
 use crate::resume::interrupt::Ending;
 use crate::transcript::envelope::{Entry, Flags, Kind, MessageHead, parse_framed};
 use crate::transcript::frame::{FrameSummary, Framer, LinePos};
@@ -453,7 +453,7 @@ pub(crate) fn answer(
 mod tests {
     use super::*;
     use crate::chain::{Projection, Transcript, Tree};
-    use crate::index::schema;
+    use crate::index::format::schema;
     use redb::ReadableDatabase;
     use std::io::Write;
 

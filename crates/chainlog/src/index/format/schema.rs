@@ -10,9 +10,9 @@
 //! | `meta` | name | bytes | `schema` version, `next_file` id |
 //! | `files` | path | [`FileState`] | identity, indexed length, lines, fingerprint, derived scalars |
 //! | `chunks` | (file, chunk no.) | XXH3-128 | fingerprint of each complete 64 KiB chunk |
-//! | `rows` | (file, seq) | [`MessageRow`](crate::chain::MessageRow) ([`super::row`]) | one per uuid, in map order |
-//! | `ids` | (file, id) | [`IdEntry`](super::ids::IdEntry) | uuid → row, and the rows naming the id as their on-disk parent |
-//! | `responses` | (file, `message.id` hash) | rows ([`super::ids::encode_response`]) | assistant lines of one response |
+//! | `rows` | (file, seq) | [`MessageRow`](crate::chain::MessageRow) ([`crate::index::format::row`]) | one per uuid, in map order |
+//! | `ids` | (file, id) | [`IdEntry`](crate::index::format::ids::IdEntry) | uuid → row, and the rows naming the id as their on-disk parent |
+//! | `responses` | (file, `message.id` hash) | rows ([`crate::index::format::ids::encode_response`]) | assistant lines of one response |
 //! | `progress` | (file, uuid) | parent | legacy progress entries |
 //! | `names` | (file, uuid) | text | ids that are not UUIDs |
 //! | `bad_lines` | (file, line) | [`BadLine`](crate::chain::BadLine) | skipped lines |
@@ -22,7 +22,7 @@
 //! | `forward` | (file, uuid) | () | ids named (snip, preserved segment, parent) before any row had them |
 //! | `listing` | path | header + bytes | what `ls` shows of a session, with the stat it is valid for (`catalog::cache`) |
 //! | `sidechains` | (file, first seq) | last seq | runs of rows of `isSidechain` messages (inline sub-agents), counted in [`FileState::sidechain_rows`] |
-//! | `view` | (file, n) | head, then blocks of link records | the materialised resume view ([`super::view`]) |
+//! | `view` | (file, n) | head, then blocks of link records | the materialised resume view ([`crate::index::read::view`]) |
 
 use redb::TableDefinition;
 
@@ -156,7 +156,7 @@ pub mod derived {
     /// The effective parent differs from the line's `parentUuid` (value: 0 or 16 bytes).
     pub const PARENT: u8 = 1;
     /// The row was removed by a snip (rows dropped before the last compact boundary are
-    /// implied by [`super::FileState::drop_before`] and [`PRESERVED`] instead).
+    /// implied by [`crate::index::FileState::drop_before`] and [`PRESERVED`] instead).
     pub const DEAD: u8 = 2;
     /// A row of the live preserved segment: kept although it precedes `drop_before`.
     pub const PRESERVED: u8 = 5;
@@ -186,7 +186,7 @@ pub struct FileState {
     pub ctime_ns: i128,
     /// Wall-clock time (ns) when the bytes were last read to check or index them. A file whose
     /// modification time is not clearly before it may have changed again within the same
-    /// timestamp tick: its stat proves nothing ([`crate::index::ingest::Stat::unchanged`]).
+    /// timestamp tick: its stat proves nothing ([`crate::index::write::ingest::Stat::unchanged`]).
     pub checked_at_ns: i128,
     /// Lines framed so far (blank ones included).
     pub lines: u64,

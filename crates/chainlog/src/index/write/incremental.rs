@@ -2,7 +2,7 @@
 //!
 //! # Context
 //! Most catch-ups add a few ordinary messages at the end of the tree. Re-deriving the whole
-//! projection ([`super::derive`]) costs a pass over every stored row; this module updates only
+//! projection ([`crate::index::write::derive`]) costs a pass over every stored row; this module updates only
 //! what an append can change, and declines (the caller then re-derives) for anything else.
 //!
 //! # Design
@@ -23,12 +23,14 @@ use std::collections::HashSet;
 
 use redb::{ReadableTable, Table, WriteTransaction};
 
-use super::schema::{DERIVED, FileState, IDS, LEAF_TIMES, PROGRESS, REPARENTED, ROWS};
-use super::state::{Decoder, Encoder};
 use crate::chain::MessageRow;
 use crate::chain::leaf::leaf_by_children;
 use crate::error::IndexFault;
 use crate::id::Id;
+use crate::index::format::schema::{
+    DERIVED, FileState, IDS, LEAF_TIMES, PROGRESS, REPARENTED, ROWS,
+};
+use crate::index::format::state::{Decoder, Encoder};
 use crate::transcript::envelope::Flags;
 
 /// Depth limit for walks through non-turn entries (system/attachment runs are short).

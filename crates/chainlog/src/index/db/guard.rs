@@ -18,7 +18,7 @@
 //! `value()` of its guard, one `open_table`, or one range scan with its iteration and the
 //! `value()`s of its entries — redb code only, never chainlog's decoding or logic. A panic there
 //! is [`IndexFault::Damaged`] naming the table; the caller starts the sidecar over
-//! ([`super::open::IndexDb::start_over`]) and answers again. A panic anywhere else is a bug
+//! ([`crate::index::db::open::IndexDb::start_over`]) and answers again. A panic anywhere else is a bug
 //! and is not caught.
 
 use crate::error::{Fault, IndexFault};

@@ -10,11 +10,11 @@ use std::path::{Path, PathBuf};
 
 use redb::ReadableDatabase;
 
-use super::open::IndexDb;
-use super::schema::{FileState, IDS, ROWS};
-use super::{Store, query};
 use crate::error::{IndexFault, Result};
 use crate::id::Id;
+use crate::index::db::open::IndexDb;
+use crate::index::format::schema::{FileState, IDS, ROWS};
+use crate::index::{Store, query};
 use crate::transcript::frame::LinePos;
 
 /// One transcript's index rows, opened for the writer.
@@ -22,7 +22,7 @@ pub struct IndexedFile {
     db: IndexDb,
     path: PathBuf,
     state: Option<FileState>,
-    ids: Option<super::ids::ReadIds>,
+    ids: Option<crate::index::format::ids::ReadIds>,
 }
 
 impl IndexedFile {
@@ -65,7 +65,7 @@ impl IndexedFile {
         let Some(v) = t.get((st.file, id.0)).map_err(|e| self.db.err(e))? else {
             return Ok(None);
         };
-        let e = super::ids::decode(st.file, id.0, v.value()).ok_or_else(|| {
+        let e = crate::index::format::ids::decode(st.file, id.0, v.value()).ok_or_else(|| {
             self.db
                 .err(IndexFault::damaged("ids", "an entry fails its checksum"))
         })?;
@@ -82,7 +82,7 @@ impl IndexedFile {
         };
         let txn = self.db.db().begin_read().map_err(|e| self.db.err(e))?;
         let rows = txn.open_table(ROWS).map_err(|e| self.db.err(e))?;
-        let row = super::row::get(&rows, st, seq)
+        let row = crate::index::format::row::get(&rows, st, seq)
             .map_err(|e| self.db.err(e))?
             .filter(|r| r.head.uuid == id);
         Ok(row.map(|r| r.pos))
@@ -94,7 +94,13 @@ impl IndexedFile {
         let Some(st) = self.state.clone() else {
             return Ok(None);
         };
-        let ans = query(self.db.db(), st, &self.path, super::view::OPTIONS, true)?;
+        let ans = query(
+            self.db.db(),
+            st,
+            &self.path,
+            crate::index::read::view::OPTIONS,
+            true,
+        )?;
         Ok(ans.and_then(|a| a.resolution.chain.last().map(|l| a.names.name(l.uuid))))
     }
 }

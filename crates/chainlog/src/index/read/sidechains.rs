@@ -9,18 +9,19 @@
 
 use std::path::Path;
 
-use redb::{ReadableDatabase, ReadableTable};
+use redb::ReadableDatabase;
 
-use super::guard;
-use super::ingest::Stat;
-use super::open::{self, IndexDb};
-use super::query::IndexGraph;
-use super::schema::{FileState, ROWS, SIDECHAINS};
-use super::{Store, read_state, wait};
 use crate::chain::MessageRow;
 use crate::error::IndexFault;
 use crate::error::Result;
 use crate::id::IdNames;
+use crate::index::db::guard;
+use crate::index::db::open::{self, IndexDb};
+use crate::index::db::wait;
+use crate::index::format::schema::{FileState, ROWS, SIDECHAINS};
+use crate::index::read::query::IndexGraph;
+use crate::index::write::ingest::Stat;
+use crate::index::{Store, read_state};
 use crate::transcript::envelope::Flags;
 
 /// The sidechain messages of one transcript.
@@ -64,51 +65,6 @@ impl Store {
     }
 }
 
-/// The `sidechains` table, open for writing: runs of rows, `(file, first) → last`.
-pub(super) type Runs<'t> = redb::Table<'t, (u32, u32), u32>;
-
-/// The run of file `f` that starts at or before `seq`, as `(first, last)`.
-fn run_before(t: &Runs<'_>, f: u32, seq: u32) -> Result<Option<(u32, u32)>, redb::StorageError> {
-    Ok(t.range((f, 0)..=(f, seq))?
-        .next_back()
-        .transpose()?
-        .map(|(k, v)| (k.value().1, v.value())))
-}
-
-/// Lists row `seq` of file `f` as a sidechain row, joining the runs beside it; `false` when
-/// it was listed already.
-pub(super) fn add(t: &mut Runs<'_>, f: u32, seq: u32) -> Result<bool, redb::StorageError> {
-    let before = run_before(t, f, seq)?;
-    if before.is_some_and(|(_, last)| last >= seq) {
-        return Ok(false);
-    }
-    let first = match before {
-        Some((first, last)) if last.checked_add(1) == Some(seq) => first,
-        _ => seq,
-    };
-    let last = match seq.checked_add(1) {
-        Some(next) => t.remove((f, next))?.map_or(seq, |v| v.value()),
-        None => seq,
-    };
-    t.insert((f, first), last)?;
-    Ok(true)
-}
-
-/// Unlists row `seq` of file `f`, splitting its run; `false` when it was not listed.
-pub(super) fn remove(t: &mut Runs<'_>, f: u32, seq: u32) -> Result<bool, redb::StorageError> {
-    let Some((first, last)) = run_before(t, f, seq)?.filter(|&(_, last)| last >= seq) else {
-        return Ok(false);
-    };
-    t.remove((f, first))?;
-    if first < seq {
-        t.insert((f, first), seq - 1)?;
-    }
-    if seq < last {
-        t.insert((f, seq + 1), last)?;
-    }
-    Ok(true)
-}
-
 /// Reads the sidechain rows of an index current for `st`. A row number without its row, a
 /// listed row that is not a sidechain, or another count than stored is damage.
 fn read(db: &impl ReadableDatabase, st: &FileState) -> Result<SidechainRows, IndexFault> {
@@ -144,13 +100,15 @@ fn read(db: &impl ReadableDatabase, st: &FileState) -> Result<SidechainRows, Ind
     }
     let table = guard::read("rows", || txn.open_table(ROWS))?;
     let mut rows = Vec::with_capacity(seqs.len());
-    let cache = super::row::Cache::default();
+    let cache = crate::index::format::row::Cache::default();
     for seq in seqs {
-        let row = guard::read("rows", || super::row::get_cached(&table, st, seq, &cache))?
-            .filter(|r| r.head.flags.has(Flags::SIDECHAIN))
-            .ok_or_else(|| {
-                IndexFault::damaged("sidechains", format!("row {seq} is not a sidechain row"))
-            })?;
+        let row = guard::read("rows", || {
+            crate::index::format::row::get_cached(&table, st, seq, &cache)
+        })?
+        .filter(|r| r.head.flags.has(Flags::SIDECHAIN))
+        .ok_or_else(|| {
+            IndexFault::damaged("sidechains", format!("row {seq} is not a sidechain row"))
+        })?;
         rows.push((seq, row));
     }
     let names = IndexGraph::names(&txn, st)?;
@@ -160,38 +118,6 @@ fn read(db: &impl ReadableDatabase, st: &FileState) -> Result<SidechainRows, Ind
 #[cfg(test)]
 mod tests {
     use super::*;
-    use proptest::prelude::*;
-    use std::collections::BTreeSet;
-
-    proptest! {
-        /// Any sequence of adds and removes leaves the runs listing exactly the rows a set
-        /// holds, as few runs as those rows make (no two runs touch), and another file's
-        /// runs untouched.
-        #[test]
-        fn runs_list_what_a_set_holds(ops in proptest::collection::vec((any::<bool>(), 0u32..40), 0..120)) {
-            let tmp = tempfile::tempdir().unwrap();
-            let db = redb::Database::create(tmp.path().join("t.redb")).unwrap();
-            let txn = db.begin_write().unwrap();
-            let mut t = txn.open_table(SIDECHAINS).unwrap();
-            t.insert((9, 0), 5).unwrap();
-            let mut model = BTreeSet::new();
-            for (adding, seq) in ops {
-                let listed = if adding { add(&mut t, 3, seq) } else { remove(&mut t, 3, seq) };
-                let changed = if adding { model.insert(seq) } else { model.remove(&seq) };
-                prop_assert_eq!(listed.unwrap(), changed);
-            }
-            let runs: Vec<(u32, u32)> = t
-                .range((3, 0)..=(3, u32::MAX))
-                .unwrap()
-                .map(|i| i.map(|(k, v)| (k.value().1, v.value())).unwrap())
-                .collect();
-            let rows: Vec<u32> = runs.iter().flat_map(|&(a, b)| a..=b).collect();
-            prop_assert_eq!(rows, model.iter().copied().collect::<Vec<_>>());
-            let gaps = model.iter().zip(model.iter().skip(1)).filter(|(a, b)| **b > **a + 1).count();
-            prop_assert_eq!(runs.len(), if model.is_empty() { 0 } else { gaps + 1 });
-            prop_assert_eq!(t.get((9, 0)).unwrap().map(|v| v.value()), Some(5));
-        }
-    }
 
     /// Runs that overlap, touch, are reversed or hold more rows than the file counts are
     /// damage, found before any row is read.

@@ -8,28 +8,30 @@
 //! hold the chain's links root first, [`BLOCK`] records per value, each written as its
 //! difference to the link before it in the block (`encode_link`; a value per link made redb's
 //! per-entry work most of a warm resume of 10,000 messages). Every value carries the
-//! key-covering checksum of [`super::codec`], and the head records how many links follow
+//! key-covering checksum of [`crate::index::format::codec`], and the head records how many links follow
 //! (every block but the last is full), so a damaged value or key is caught
 //! ([`IndexFault::Damaged`]) instead of answered.
 //!
 //! The view is written by a default resume that had to walk (the file changed, or no view was
 //! stored for its state): the walk and the read of its lines were needed for the answer
 //! anyway, and the view is their by-product, stored in its own transaction
-//! ([`super::Store::store_view`]). A catch-up never walks: it reads only new bytes. A view whose
+//! ([`crate::index::Store::store_view`]). A catch-up never walks: it reads only new bytes. A view whose
 //! stamp is not the file's current state (appended since, or another process's newer
 //! catch-up) is not used: the resume walks as before and stores it again.
 
 use redb::{ReadableTable, WriteTransaction};
 use serde::{Deserialize, Serialize};
 
-use super::codec::{Reader, decode, encode, key_of, put_pos, read_chained, tag, untag};
-use super::guard::read;
-use super::schema::{FileState, VIEW};
 use crate::chain::{
     ChainBreak, ChainBridge, LeafRule, Link, Resolution, ResolveOptions, Stop, View,
 };
 use crate::error::IndexFault;
 use crate::id::Id;
+use crate::index::db::guard::read;
+use crate::index::format::codec::{
+    Reader, decode, encode, key_of, put_pos, read_chained, tag, untag,
+};
+use crate::index::format::schema::{FileState, VIEW};
 use crate::resume::Interrupt;
 use crate::resume::interrupt::Ending;
 use crate::transcript::envelope::Kind;
@@ -243,7 +245,7 @@ pub struct Stored {
 }
 
 /// A view stored for an earlier state of the same file (appended to since): what
-/// [`super::Store`] extends after a plain append. Only its last links are read.
+/// [`crate::index::Store`] extends after a plain append. Only its last links are read.
 pub(crate) struct Older {
     stamp: Stamp,
     /// The newest checkpoint then.

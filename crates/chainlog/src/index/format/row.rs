@@ -1,6 +1,6 @@
 //! The stored layout of message rows: [`PER_BLOCK`] rows in sequence per `rows` value (a
 //! block), each written against the row before it in the block, then the CRC-32 of
-//! [`super::codec::tag`] over the block. A block decodes on its own: its first row is written
+//! [`crate::index::format::codec::tag`] over the block. A block decodes on its own: its first row is written
 //! against nothing.
 //!
 //! A row holds the parts every row has at fixed places, the optional ones where a presence
@@ -23,17 +23,19 @@
 //!        | parent [16]? | timestamp − the row before's (zigzag) | message.id hash u64?
 //!        | session u8 or u64 | logicalParentUuid [16]? | sourceToolAssistantUUID [16]?
 //!        | preserved segment [48]? | snip removals: count, [16] each?
-//!        | line, offset, length ([`super::codec::put_pos`], against the row before's)
+//!        | line, offset, length ([`crate::index::format::codec::put_pos`], against the row before's)
 //! ```
 
 use std::cell::RefCell;
 
 use redb::ReadableTable;
 
-use super::codec::{Reader, key_of, put_pos, put_svar, put_uvar, read_chained, tag, untag};
-use super::schema::FileState;
 use crate::chain::scan::MessageRow;
 use crate::id::Id;
+use crate::index::format::codec::{
+    Reader, key_of, put_pos, put_svar, put_uvar, read_chained, tag, untag,
+};
+use crate::index::format::schema::FileState;
 use crate::transcript::envelope::{Flags, Kind, MessageHead, Segment};
 
 const PARENT: u8 = 1;
@@ -496,7 +498,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let db = redb::Database::create(dir.path().join("t.redb")).unwrap();
         let txn = db.begin_write().unwrap();
-        let mut t = txn.open_table(super::super::schema::ROWS).unwrap();
+        let mut t = txn.open_table(crate::index::format::schema::ROWS).unwrap();
         let mut st = FileState {
             file: 3,
             ..FileState::default()

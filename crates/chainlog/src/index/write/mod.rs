@@ -1,0 +1,9 @@
+//! Catching a sidecar up: new lines framed and stored, projections derived (fully or
+//! incrementally), the resume view extended after an append.
+
+pub mod derive;
+pub mod extension;
+pub mod incremental;
+pub mod ingest;
+pub mod parsing;
+pub mod runs;
