@@ -336,3 +336,30 @@ mod tests {
         assert!(check_id("aprompt_suggestion-1a2b").is_ok());
     }
 }
+
+/// A catch-up failure: the index (retry or rebuild) or the transcript (report).
+#[derive(Debug)]
+pub enum IngestError {
+    /// Reading the transcript failed.
+    Io(Error),
+    /// The index failed.
+    Db(redb::Error),
+    /// A stored value does not decode: the index is damaged.
+    Damaged,
+}
+
+impl IngestError {
+    /// A fault while re-deriving: storage failures are retried, damage rebuilds the index.
+    pub fn from_fault(e: IndexFault) -> Self {
+        match e {
+            IndexFault::Storage(e) => IngestError::Db(e),
+            _ => IngestError::Damaged,
+        }
+    }
+}
+
+impl<E: Into<redb::Error>> From<E> for IngestError {
+    fn from(e: E) -> Self {
+        IngestError::Db(e.into())
+    }
+}

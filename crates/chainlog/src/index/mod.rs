@@ -37,18 +37,19 @@ use std::sync::{Arc, Mutex};
 
 use redb::{ReadableDatabase, ReadableTableMetadata};
 
-use crate::catalog::cache::Carried;
 use crate::chain::{
     BadLine, LeafInfo, Projection, Resolution, ResolveOptions, Transcript, Tree, leaf_report_graph,
     resolve, resolve_graph,
 };
 use crate::error::IndexFault;
+use crate::error::IngestError;
 use crate::error::{Error, Result};
 use crate::id::IdNames;
+use db::listing::Carried;
 use db::open::IndexDb;
 use format::schema::{BAD_LINES, FILES, FileState, PROGRESS, ROWS};
 use read::query::IndexGraph;
-use write::ingest::{CatchUp, IngestError, Stat};
+use write::ingest::{CatchUp, Stat};
 
 /// Bad-line records an [`Answer`] holds: the first ones, in file order; the others are only
 /// counted ([`Answer::bad_line_count`]). A transcript can hold millions of bad lines, and a warm

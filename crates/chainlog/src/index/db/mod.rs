@@ -2,6 +2,7 @@
 //! liveness of other processes, guarded reads of unchecked pages, bounded lock waits, progress.
 
 pub mod guard;
+pub mod listing;
 pub mod live;
 pub mod open;
 pub mod progress;

@@ -15,7 +15,7 @@ use redb::{ReadableTable, WriteTransaction};
 
 use crate::chain::tree::RowHead;
 use crate::chain::{MessageRow, Projection, Tree};
-use crate::error::{Fault, IndexFault};
+use crate::error::{Fault, IndexFault, IngestError};
 use crate::id::Id;
 use crate::index::format::codec::{id_key, key_of, read_opt_id, untag};
 use crate::index::format::schema::{FileState, ID_FIRST as ZERO, ID_LAST as MAX, PROGRESS, ROWS};
@@ -163,25 +163,14 @@ impl RowHead for Slim {
 }
 
 /// Recomputes and stores the projections of `st.file`.
-pub fn derive(
-    txn: &WriteTransaction,
-    st: &mut FileState,
-) -> Result<(), crate::index::write::ingest::IngestError> {
+pub fn derive(txn: &WriteTransaction, st: &mut FileState) -> Result<(), IngestError> {
     let loaded = {
         let rows_t = txn.open_table(ROWS)?;
         let progress_t = txn.open_table(PROGRESS)?;
         load_rows(&rows_t, &progress_t, st, Slim::from)
     };
-    let (rows, progress) = loaded.map_err(ingest_error)?;
+    let (rows, progress) = loaded.map_err(IngestError::from_fault)?;
     let tree = Tree::project(&rows, &progress, Projection::Resume);
     Encoder::open(txn, st.file)?.write_tree(st, &rows, &tree)?;
     Ok(())
-}
-
-/// A fault while re-deriving: storage failures are retried, damage rebuilds the index.
-pub fn ingest_error(e: IndexFault) -> crate::index::write::ingest::IngestError {
-    match e {
-        IndexFault::Storage(e) => crate::index::write::ingest::IngestError::Db(e),
-        _ => crate::index::write::ingest::IngestError::Damaged,
-    }
 }

@@ -23,7 +23,7 @@ use redb::{ReadableTable, WriteTransaction};
 
 use crate::chain::{BadLine, MessageRow};
 use crate::error::IndexFault;
-use crate::error::{Error, Result};
+use crate::error::{Error, IngestError, Result};
 use crate::id::Id;
 use crate::index::format::codec::{decode, encode, id_key, key_of, opt_id, tag};
 use crate::index::format::ids::{
@@ -258,8 +258,7 @@ pub fn catch_up(
             .metadata()
             .map_err(|e| IngestError::Io(Error::io(path, e)))?,
     );
-    let old = file_state(&txn.open_table(FILES)?, key)
-        .map_err(crate::index::write::derive::ingest_error)?;
+    let old = file_state(&txn.open_table(FILES)?, key).map_err(IngestError::from_fault)?;
     // The file changed (or its last check was racy) but did not grow past what was seen: an
     // in-place edit can be anywhere, so every chunk is checked, not only the last one.
     let edited_in_place = |st: &FileState| {
@@ -333,7 +332,7 @@ pub fn catch_up(
             if changed {
                 let done = !derive_all
                     && crate::index::write::incremental::extend(txn, &mut st, &batch.new_rows)
-                        .map_err(crate::index::write::derive::ingest_error)?;
+                        .map_err(IngestError::from_fault)?;
                 if !done {
                     crate::index::write::derive::derive(txn, &mut st)?;
                     // The projections were derived again: the stored view can no longer be
@@ -1003,23 +1002,6 @@ fn ingest_from<'t>(
         }
     }
     Ok((summary, hashing.done, edges))
-}
-
-/// A catch-up failure: the index (retry or rebuild) or the transcript (report).
-#[derive(Debug)]
-pub enum IngestError {
-    /// Reading the transcript failed.
-    Io(Error),
-    /// The index failed.
-    Db(redb::Error),
-    /// A stored value does not decode: the index is damaged.
-    Damaged,
-}
-
-impl<E: Into<redb::Error>> From<E> for IngestError {
-    fn from(e: E) -> Self {
-        IngestError::Db(e.into())
-    }
 }
 
 #[cfg(test)]
