@@ -14,7 +14,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use chainlog::search::{SearchOptions, search, search_catch_up};
+use chainlog::search::SearchOptions;
 use chainlog::{Store, WriterOptions};
 use chainlog_gen::{GenOptions, generate, write_session};
 
@@ -84,7 +84,7 @@ fn main() {
         paths.push(write_session(&projects, &s).unwrap());
     }
     // A rare command, in 3 sessions: what `search rsync` must find.
-    let store = Store::new(tmp.path().join("index"));
+    let store = Store::open(&claude, tmp.path().join("index")).unwrap();
     for p in paths.iter().take(3) {
         let sid = p.file_stem().unwrap().to_str().unwrap();
         let mut w = store
@@ -107,14 +107,14 @@ fn main() {
         limit: 20,
     };
     let start = Instant::now();
-    let built = search_catch_up(&store, &claude, &opts).unwrap();
+    let built = store.search_catch_up(&opts).unwrap();
     let build = start.elapsed();
     let index_bytes = dir_size(&tmp.path().join("index/search"));
     let mut q = Vec::new();
     let mut hits = Vec::new();
     for _ in 0..9 {
         let start = Instant::now();
-        hits = search(&store, &claude, "rsync", &opts).unwrap();
+        hits = store.search("rsync", &opts).unwrap();
         q.push(start.elapsed());
     }
     let query = median(q);

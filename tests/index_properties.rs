@@ -162,14 +162,15 @@ fn flip(p: &Path) {
     std::fs::write(p, bytes).unwrap();
 }
 
-/// `search test` over the claude dir `claude`: the uuids found, sorted.
-fn searched(store: &Store, claude: &Path) -> Vec<String> {
+/// `search test` over the store's claude dir: the uuids found, sorted.
+fn searched(store: &Store) -> Vec<String> {
     let opts = chainlog::search::SearchOptions {
         all: true,
         limit: 100_000,
         ..Default::default()
     };
-    let mut out: Vec<String> = chainlog::search::search(store, claude, "test", &opts)
+    let mut out: Vec<String> = store
+        .search("test", &opts)
         .unwrap()
         .into_iter()
         .map(|h| h.uuid)
@@ -187,7 +188,7 @@ fn damage_search(
     n: usize,
     step: usize,
 ) -> Result<(), TestCaseError> {
-    searched(store, claude);
+    searched(store);
     let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(index.join("search"))
         .into_iter()
         .flatten()
@@ -205,8 +206,8 @@ fn damage_search(
         flip(&files[n % files.len()]);
     }
     let fresh = tempfile::tempdir().unwrap();
-    let want = searched(&Store::new(fresh.path()), claude);
-    prop_assert_eq!(searched(store, claude), want, "step {}", step);
+    let want = searched(&Store::open(claude, fresh.path()).unwrap());
+    prop_assert_eq!(searched(store), want, "step {}", step);
     Ok(())
 }
 
@@ -489,7 +490,7 @@ proptest! {
         let path = dir.path().join("projects/-p/44444444-4444-4444-8444-444444444444.jsonl");
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         let index = dir.path().join("index");
-        let mut store = Store::new(&index);
+        let mut store = Store::open(dir.path(), &index).unwrap();
         let mut src = lines_of(seed);
         // Complete lines on disk, and whether each came from `src` (else injected).
         let mut written: Vec<(Vec<u8>, bool)> = Vec::new();
@@ -560,12 +561,12 @@ proptest! {
                 Op::Reopen(ms) => {
                     drop(store);
                     kill_a_writer(&path, &index, ms);
-                    store = Store::new(&index);
+                    store = Store::open(dir.path(), &index).unwrap();
                 }
                 Op::Stopped(ms) => {
                     drop(store);
                     stop_a_writer(&path, &index, ms, step)?;
-                    store = Store::new(&index);
+                    store = Store::open(dir.path(), &index).unwrap();
                 }
                 Op::Rebuild => { store.rebuild(&path).unwrap(); }
                 Op::NonTurnRun(n, batch) => {

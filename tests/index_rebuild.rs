@@ -7,7 +7,6 @@ mod util;
 use std::path::{Path, PathBuf};
 
 use chainlog::reference::{ResolveOptions, Transcript, resolve};
-use chainlog::sidecar::FactsCache;
 use chainlog::{Source, Store};
 
 /// The real sessions of one project directory (at least two), copied and aged.
@@ -52,7 +51,7 @@ fn has_stray_table(db: &Path) -> bool {
 
 /// Fills the listing rows of `sessions` (what `ls` and `index` do).
 fn list(store: &Store, sessions: &[PathBuf]) -> u64 {
-    let mut cache = FactsCache::new(store);
+    let mut cache = store.facts_cache();
     for p in sessions {
         cache.facts(p).unwrap();
     }

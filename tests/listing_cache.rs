@@ -7,7 +7,6 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use chainlog::discovery::{list_sessions, scan_session_facts};
-use chainlog::sidecar::FactsCache;
 use chainlog::{ListOptions, Store};
 
 fn real_dir() -> PathBuf {
@@ -21,7 +20,7 @@ fn second_listing_reads_no_transcript_and_answers_the_same() {
     let copies = util::copy_real_sessions(tmp.path());
     let store = Store::new(tmp.path().join("index"));
 
-    let mut cache = FactsCache::new(&store);
+    let mut cache = store.facts_cache();
     let first: Vec<_> = copies.iter().map(|p| cache.facts(p).unwrap()).collect();
     assert_eq!(cache.scanned, copies.len() as u64);
     cache.flush().unwrap();
@@ -29,7 +28,7 @@ fn second_listing_reads_no_transcript_and_answers_the_same() {
         assert_eq!(f, &scan_session_facts(p).unwrap(), "{}", p.display());
     }
 
-    let mut cache = FactsCache::new(&store);
+    let mut cache = store.facts_cache();
     let second: Vec<_> = copies.iter().map(|p| cache.facts(p).unwrap()).collect();
     assert_eq!(cache.scanned, 0, "an unchanged transcript was read");
     assert_eq!(cache.cached, copies.len() as u64);
@@ -47,7 +46,7 @@ fn second_listing_reads_no_transcript_and_answers_the_same() {
         .unwrap()
         .write_all(b"{\"type\":\"custom-title\",\"customTitle\":\"Renamed\",\"sessionId\":\"x\"}\n")
         .unwrap();
-    let mut cache = FactsCache::new(&store);
+    let mut cache = store.facts_cache();
     for p in &copies {
         let f = cache.facts(p).unwrap();
         assert_eq!(f, scan_session_facts(p).unwrap());
@@ -116,7 +115,7 @@ fn listing_after_index_reads_no_transcript() {
 
     let store = Store::new(&index);
     // As `ls` reads it: each project's rows with one range scan (`facts_all`).
-    let mut cache = FactsCache::new(&store);
+    let mut cache = store.facts_cache();
     let mut skipped = Vec::new();
     let listed = chainlog::discovery::list_sessions_from(
         tmp.path(),

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use chainlog::Store;
-use chainlog::search::{SearchOptions, search_catch_up};
+use chainlog::search::SearchOptions;
 use chainlog::sidecar::{REPORT_ABOVE, set_progress};
 
 /// The observer is one per process: the tests of this file take turns.
@@ -85,12 +85,12 @@ fn a_first_search_index_build_over_many_files_reports_its_bytes() {
         ..SearchOptions::default()
     };
     let calls = record();
-    let done = search_catch_up(&store, &claude, &opts).unwrap();
+    let done = store.search_catch_up(&opts).unwrap();
     assert_eq!(done.reindexed, 5);
     let first = calls.lock().unwrap().clone();
     // Nothing changed: nothing to report.
     calls.lock().unwrap().clear();
-    search_catch_up(&store, &claude, &opts).unwrap();
+    store.search_catch_up(&opts).unwrap();
     let second = calls.lock().unwrap().clone();
     set_progress(None);
     assert!(first.len() >= 3, "{first:?}");

@@ -8,8 +8,6 @@ use std::process::Command;
 
 use chainlog::Store;
 use chainlog::search::SearchOptions;
-use chainlog::search::search;
-use chainlog::search::search_catch_up;
 use serde_json::json;
 
 const CWD: &str = "/work/demo";
@@ -71,7 +69,7 @@ fn fx() -> Fx {
     std::fs::create_dir_all(&project).unwrap();
     let file = project.join("11111111-1111-4111-8111-111111111111.jsonl");
     std::fs::write(&file, session()).unwrap();
-    let store = Store::new(tmp.path().join("index"));
+    let store = Store::open(&claude, tmp.path().join("index")).unwrap();
     Fx {
         _tmp: tmp,
         claude,
@@ -88,7 +86,8 @@ fn all() -> SearchOptions {
 }
 
 fn uuids(fx: &Fx, q: &str) -> Vec<(String, bool)> {
-    search(&fx.store, &fx.claude, q, &all())
+    fx.store
+        .search(q, &all())
         .unwrap()
         .into_iter()
         .map(|h| (h.uuid[h.uuid.len() - 2..].to_owned(), h.on_chain))
@@ -107,7 +106,7 @@ fn finds_tool_commands_results_and_marks_branches() {
     );
     assert_eq!(uuids(&fx, "finished"), [("05".to_owned(), true)]);
     assert!(uuids(&fx, "nowhere").is_empty());
-    let hit = &search(&fx.store, &fx.claude, "rsync", &all()).unwrap()[0];
+    let hit = &fx.store.search("rsync", &all()).unwrap()[0];
     assert!(hit.snippet.contains("[rsync]"), "{}", hit.snippet);
     assert_eq!(hit.path, fx.file);
 }
@@ -115,10 +114,10 @@ fn finds_tool_commands_results_and_marks_branches() {
 #[test]
 fn catch_up_tails_appends_and_notices_rewrites() {
     let fx = fx();
-    let first = search_catch_up(&fx.store, &fx.claude, &all()).unwrap();
+    let first = fx.store.search_catch_up(&all()).unwrap();
     assert_eq!((first.files, first.reindexed, first.appended), (1, 1, 0));
     // Nothing changed: no transcript is read again.
-    let again = search_catch_up(&fx.store, &fx.claude, &all()).unwrap();
+    let again = fx.store.search_catch_up(&all()).unwrap();
     assert_eq!((again.reindexed, again.appended), (0, 0));
     // An append is read from the old end only.
     let mut f = std::fs::OpenOptions::new()
@@ -128,7 +127,7 @@ fn catch_up_tails_appends_and_notices_rewrites() {
     f.write_all(line(6, Some(5), "user", &json!("now zip the archive")).as_bytes())
         .unwrap();
     drop(f);
-    let grown = search_catch_up(&fx.store, &fx.claude, &all()).unwrap();
+    let grown = fx.store.search_catch_up(&all()).unwrap();
     assert_eq!((grown.reindexed, grown.appended), (0, 1));
     assert_eq!(uuids(&fx, "zip"), [("06".to_owned(), true)]);
     assert_eq!(
@@ -141,13 +140,13 @@ fn catch_up_tails_appends_and_notices_rewrites() {
         .unwrap()
         .replace("rsync", "xxxxx");
     std::fs::write(&fx.file, text).unwrap();
-    let redone = search_catch_up(&fx.store, &fx.claude, &all()).unwrap();
+    let redone = fx.store.search_catch_up(&all()).unwrap();
     assert_eq!(redone.reindexed, 1);
     assert!(uuids(&fx, "rsync").is_empty());
     assert_eq!(uuids(&fx, "xxxxx").len(), 1);
     // A deleted transcript's documents go.
     std::fs::remove_file(&fx.file).unwrap();
-    let gone = search_catch_up(&fx.store, &fx.claude, &all()).unwrap();
+    let gone = fx.store.search_catch_up(&all()).unwrap();
     assert_eq!(gone.dropped, 1);
     assert!(uuids(&fx, "zip").is_empty());
 }

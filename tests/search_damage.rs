@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 use chainlog::Store;
-use chainlog::search::{SearchOptions, search_catch_up};
+use chainlog::search::SearchOptions;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -355,7 +355,7 @@ fn catch_up_role() {
         all: true,
         ..SearchOptions::default()
     };
-    match search_catch_up(&Store::new(&dirs[1]), &dirs[0], &all) {
+    match Store::open(&dirs[0], &dirs[1]).and_then(|s| s.search_catch_up(&all)) {
         Ok(done) => println!(
             "CATCH-UP reindexed {} appended {}",
             done.reindexed, done.appended

@@ -74,10 +74,10 @@ pub fn run(cli: &Cli, a: &ExportArgs, out: &mut impl Write) -> CliResult {
         Some(file) => {
             let claude = chainlog::claude_dir(cli.claude_dir.as_deref())?;
             let dest = Destination::check(file, &claude, target.path())?;
-            dest.write(|w| chainlog::export::export(&store, target.path(), &opts, w))?;
+            dest.write(|w| store.export(target.path(), &opts, w))?;
             eprintln!("chainlog: wrote {}", file.display());
         }
-        None => chainlog::export::export(&store, target.path(), &opts, out)?,
+        None => store.export(target.path(), &opts, out)?,
     }
     Ok(ExitCode::SUCCESS)
 }

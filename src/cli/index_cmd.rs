@@ -209,7 +209,7 @@ fn rebuild_search(store: &chainlog::Store, files: &[PathBuf]) -> bool {
         .collect::<std::collections::BTreeSet<_>>()
         .into_iter()
         .collect();
-    match chainlog::search::rebuild(store, &projects) {
+    match store.search_rebuild(&projects) {
         Ok(_) => true,
         Err(e) => {
             eprintln!("chainlog: {e}");

@@ -11,7 +11,7 @@
 //! Left/Right switch the preview between the session's branches (its leaves, oldest first, not
 //! counting parallel dead ends and sidechains). Claude Code resumes only a session's active
 //! branch, so Enter on another branch first copies that branch's chain into a new session
-//! (`chainlog::writer::fork` with the leaf as `at`, as `--fork-session` writes it) and resumes
+//! (`Store::fork` with the leaf as `at`, as `--fork-session` writes it) and resumes
 //! that one.
 //!
 //! When typing pauses, the filter is also run as a full-text search over every message (the
@@ -94,7 +94,7 @@ pub fn run(cli: &Cli, a: &PickArgs) -> CliResult {
         None => (facts.session_id.clone(), fork),
         Some(leaf) => {
             // The client resumes only the active branch: copy this one into a new session.
-            let id = chainlog::writer::fork(&store, &facts.path, Some(&leaf))?;
+            let id = store.fork(&facts.path, Some(&leaf))?;
             eprintln!("chainlog: the branch ending at {leaf} was copied into session {id}");
             (id, false)
         }
@@ -420,10 +420,7 @@ impl Picker {
         let query = key.1.clone();
         std::thread::spawn(move || {
             let found = store
-                .claude_dir()
-                .and_then(|claude| {
-                    chainlog::search::matching_sessions(&store, &claude, &query, &opts)
-                })
+                .matching_sessions(&query, &opts)
                 .map_err(|e| e.to_string());
             // The picker may have ended meanwhile: nobody to tell.
             let _ = tx.send(found);

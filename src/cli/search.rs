@@ -23,13 +23,12 @@ pub struct SearchArgs {
 pub const SEARCH_JSON_SCHEMA: u32 = 1;
 
 pub fn run(cli: &Cli, a: &SearchArgs, out: &mut impl Write) -> CliResult {
-    let claude = chainlog::claude_dir(cli.claude_dir.as_deref())?;
     let opts = SearchOptions {
         project: a.scope.project.clone(),
         all: a.scope.all,
         limit: a.limit,
     };
-    let hits = chainlog::search::search(&super::store(cli)?, &claude, &a.query, &opts)?;
+    let hits = super::store(cli)?.search(&a.query, &opts)?;
     if cli.json {
         for h in &hits {
             let mut v = serde_json::to_value(h).unwrap_or_default();

@@ -85,7 +85,7 @@ fn existing_session(cli: &Cli, project: Option<&Path>, arg: &str) -> Result<Path
             // named exactly: its full id or its exact title.
             let exact = arg.eq_ignore_ascii_case(&session_id) || {
                 let store = super::store(cli)?;
-                let mut cache = chainlog::sidecar::FactsCache::new(&store);
+                let mut cache = store.facts_cache();
                 let title = cache.facts(&path).map(|f| f.title);
                 let _ = cache.flush();
                 title.is_ok_and(|t| t == arg)
@@ -122,7 +122,7 @@ fn open_writer(cli: &Cli, path: &Path, cwd: String) -> Result<SessionWriter, Err
 /// The `cwd` a session's messages carry (its first message's), else the current directory.
 fn session_cwd(cli: &Cli, path: &Path) -> String {
     let cwd = super::store(cli).ok().and_then(|store| {
-        let mut cache = chainlog::sidecar::FactsCache::new(&store);
+        let mut cache = store.facts_cache();
         let cwd = cache.facts(path).ok().and_then(|f| f.cwd);
         let _ = cache.flush();
         cwd
@@ -236,14 +236,14 @@ pub fn fork(cli: &Cli, a: &ForkArgs, out: &mut impl Write) -> CliResult {
         check_id(at)?;
     }
     let path = existing_session(cli, a.project.as_deref(), &a.session)?;
-    let sid = chainlog::writer::fork(&super::store(cli)?, &path, a.at.as_deref())?;
+    let sid = super::store(cli)?.fork(&path, a.at.as_deref())?;
     writeln!(out, "{sid}")?;
     Ok(ExitCode::SUCCESS)
 }
 
 pub fn branch(cli: &Cli, a: &BranchArgs, out: &mut impl Write) -> CliResult {
     let path = existing_session(cli, a.project.as_deref(), &a.session)?;
-    let sid = chainlog::writer::branch(&super::store(cli)?, &path, a.name.as_deref())?;
+    let sid = super::store(cli)?.branch(&path, a.name.as_deref())?;
     writeln!(out, "{sid}")?;
     Ok(ExitCode::SUCCESS)
 }

@@ -62,17 +62,19 @@ mod transcript;
 pub mod writer;
 
 // The concepts: a store, its listings and conversations, and what they are made of.
+pub use catalog::indexed::Agents;
 pub use catalog::paths::claude_dir;
 pub use catalog::{AgentInfo, ListOptions, SessionFacts, SortBy, Target};
 pub use chain::{ChainBreak, LeafRule, Resolution};
 pub use error::{Error, Position, Result};
 pub use id::Id;
 pub use index::write::ingest::CatchUp;
-pub use index::{Answer, BAD_LINES_KEPT, Source, Store};
-pub use resume::conversation::{Conversation, Pending, ResumeOptions};
+pub use index::{Answer, BAD_LINES_KEPT, Source};
 pub use resume::interrupt::Interrupt;
 pub use resume::message::{Block, Message, Role};
-pub use store::{Agents, Listing, ListingRows};
+pub use store::Store;
+pub use store::conversation::{Conversation, Pending, ResumeOptions};
+pub use store::listing::{Listing, ListingRows};
 pub use writer::{SessionWriter, WriterOptions};
 
 /// Finding sessions without a [`Store`]: claude dirs, project keys, discovery of project
@@ -130,8 +132,8 @@ pub mod sidecar {
     pub use crate::index::db::progress::{ProgressFn, REPORT_ABOVE, set_progress};
     pub use crate::index::format::schema::INDEX_SCHEMA_VERSION;
     pub use crate::index::read::sidechains::SidechainRows;
-    pub use crate::index::verify::{Difference, verify};
     pub use crate::index::write::ingest::ViewUpdate;
+    pub use crate::store::verify::{Difference, verify};
 }
 
 /// A resolved chain as lines: reading it by offset, the client's request built from it,

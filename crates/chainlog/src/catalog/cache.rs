@@ -23,7 +23,7 @@ use redb::ReadOnlyTable;
 use super::list::FactsSource;
 use super::{SessionFacts, scan_session_facts};
 use crate::error::Result;
-use crate::index::Store;
+use crate::index::Sidecars;
 use crate::index::db::listing::{Rows, open_table, read_rows, write_rows};
 use crate::index::format::codec::{tag, untag};
 use crate::index::write::ingest::{Stat, now_ns, settled};
@@ -101,7 +101,7 @@ enum Probe {
 
 /// Facts of many sessions, from the listing table where it is current.
 pub struct FactsCache<'s> {
-    store: &'s Store,
+    store: &'s Sidecars,
     slots: Vec<(PathBuf, Slot)>,
     /// Folder (as given) → (its slot, its canonical path): one `canonicalize` per folder.
     /// Keyed by the raw bytes: hashing a `Path` walks its components.
@@ -114,7 +114,7 @@ pub struct FactsCache<'s> {
 
 impl<'s> FactsCache<'s> {
     /// A cache over the sidecars of `store`.
-    pub fn new(store: &'s Store) -> FactsCache<'s> {
+    pub(crate) fn new(store: &'s Sidecars) -> FactsCache<'s> {
         FactsCache {
             store,
             slots: Vec::new(),
@@ -250,7 +250,7 @@ impl<'s> FactsCache<'s> {
         let canon_dir = &self.dirs[parent.as_os_str()].1;
         let key = match path.file_name() {
             Some(name) => canon_dir.join(name).to_string_lossy().into_owned(),
-            None => Store::key(path),
+            None => Sidecars::key(path),
         };
         (slot_no, key)
     }

@@ -24,6 +24,7 @@ pub mod agents;
 pub mod cache;
 pub mod discover;
 pub mod facts;
+pub mod indexed;
 pub mod inline;
 pub mod list;
 pub mod paths;

@@ -18,7 +18,7 @@ use std::path::Path;
 use crate::catalog::discover::AgentLayout;
 use crate::chain::{ResolveOptions, View};
 use crate::error::Result;
-use crate::index::Store;
+use crate::index::Sidecars;
 use crate::resume::message::Message;
 use crate::resume::read_view;
 
@@ -98,7 +98,7 @@ impl Document {
 }
 
 /// Gathers the document of the transcript at `path`.
-pub fn build(store: &Store, path: &Path, opts: &ExportOptions) -> Result<Document> {
+pub(crate) fn build(store: &Sidecars, path: &Path, opts: &ExportOptions) -> Result<Document> {
     let view = if opts.full { View::Full } else { View::Resume };
     let ans = store.resolve(
         path,
@@ -155,7 +155,9 @@ pub fn build(store: &Store, path: &Path, opts: &ExportOptions) -> Result<Documen
         }
     }
     let mut agents = Vec::new();
-    let listed = store.agents(path).map(|a| a.agents).unwrap_or_default();
+    let listed = crate::catalog::indexed::agents(store, path)
+        .map(|a| a.agents)
+        .unwrap_or_default();
     for a in listed {
         let label = [a.agent_type.as_deref(), a.description.as_deref()]
             .into_iter()
@@ -196,7 +198,12 @@ pub fn build(store: &Store, path: &Path, opts: &ExportOptions) -> Result<Documen
 }
 
 /// Writes the transcript at `path` as `opts` asks.
-pub fn export(store: &Store, path: &Path, opts: &ExportOptions, out: &mut dyn Write) -> Result<()> {
+pub(crate) fn export(
+    store: &Sidecars,
+    path: &Path,
+    opts: &ExportOptions,
+    out: &mut dyn Write,
+) -> Result<()> {
     let doc = build(store, path, opts)?;
     let io = |e| crate::error::Error::io("<output>", e);
     match opts.format {

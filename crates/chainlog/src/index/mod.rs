@@ -27,7 +27,6 @@
 pub mod db;
 pub mod format;
 pub mod read;
-pub mod verify;
 pub mod write;
 
 use std::cell::OnceCell;
@@ -143,22 +142,19 @@ impl Answer {
 
 /// Transcripts and their index sidecars.
 #[derive(Debug, Clone)]
-pub struct Store {
+pub(crate) struct Sidecars {
     index_dir: PathBuf,
-    /// The claude dir sessions are listed and looked up in (`None`: the default one).
-    pub(crate) claude_dir: Option<PathBuf>,
     /// Sidecars whose lock another process held past [`db::wait::LOCK_WAIT`]: not waited on again.
     busy: Arc<Mutex<HashSet<PathBuf>>>,
     /// Sidecars [`Store::catch_up_all`] created, for [`Store::compact_created`].
     created: Arc<Mutex<HashSet<PathBuf>>>,
 }
 
-impl Store {
+impl Sidecars {
     /// A store keeping its sidecars in `index_dir`.
-    pub fn new(index_dir: impl Into<PathBuf>) -> Store {
-        Store {
+    pub fn new(index_dir: impl Into<PathBuf>) -> Sidecars {
+        Sidecars {
             index_dir: index_dir.into(),
-            claude_dir: None,
             busy: Arc::default(),
             created: Arc::default(),
         }
@@ -220,7 +216,7 @@ impl Store {
     fn bounded<T: Send + 'static>(
         &self,
         transcript: &Path,
-        op: impl FnOnce(&Store) -> Result<T> + Send + 'static,
+        op: impl FnOnce(&Sidecars) -> Result<T> + Send + 'static,
     ) -> Result<T> {
         let db_path = self.db_path(transcript);
         let busy = || Error::Index {
@@ -919,7 +915,7 @@ fn bad_lines(txn: &redb::ReadTransaction, f: u32, count: u64) -> Result<Vec<BadL
         .collect()
 }
 
-impl Store {
+impl Sidecars {
     /// The reference answer: a full scan of the transcript (`why` says why it was used).
     pub fn reference(transcript: &Path, opts: ResolveOptions, why: String) -> Result<Answer> {
         reference(transcript, opts, why)

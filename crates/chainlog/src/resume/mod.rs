@@ -3,7 +3,6 @@
 
 pub mod api;
 pub mod body;
-pub mod conversation;
 pub mod fork;
 pub mod interrupt;
 pub mod message;

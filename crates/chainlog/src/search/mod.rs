@@ -41,7 +41,7 @@ use crate::catalog::list::resolve_scope;
 use crate::chain::ResolveOptions;
 use crate::error::{Error, Result};
 use crate::id::Id;
-use crate::index::Store;
+use crate::index::Sidecars;
 use crate::index::db::progress::Tracker;
 use repair::{Fault, guarded};
 
@@ -137,7 +137,7 @@ struct ProjectIndex {
 impl ProjectIndex {
     /// Opens the index of `project_dir`, checked unless its clean mark matches its files; a
     /// damaged one (or one of another schema) is started over.
-    fn open(store: &Store, project_dir: &Path) -> Result<ProjectIndex> {
+    fn open(store: &Sidecars, project_dir: &Path) -> Result<ProjectIndex> {
         let dir = store.search_dir(project_dir);
         std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
         let check = !repair::is_clean(&dir);
@@ -341,7 +341,7 @@ fn fault_error(dir: &Path, f: Fault) -> Error {
 /// it with `read`. A fault of the index starts it over and asks again: the answer comes from a
 /// sound index in the same call.
 fn answer<T>(
-    store: &Store,
+    store: &Sidecars,
     project_dir: &Path,
     sessions: &[PathBuf],
     read: &mut impl FnMut(&ProjectIndex) -> std::result::Result<T, Fault>,
@@ -376,7 +376,7 @@ fn answer<T>(
 /// Opens and catches up the search index of every project in scope, and reads each with
 /// `read` ([`answer`]).
 fn each_project<T>(
-    store: &Store,
+    store: &Sidecars,
     claude_dir: &Path,
     opts: &SearchOptions,
     mut read: impl FnMut(&ProjectIndex) -> std::result::Result<T, Fault>,
@@ -395,7 +395,7 @@ fn each_project<T>(
 
 /// Drops the search index of each of `project_dirs` that has one and builds it again from the
 /// project's transcripts (`chainlog rebuild`); a project never searched gets none.
-pub fn rebuild(store: &Store, project_dirs: &[PathBuf]) -> Result<SearchCatchUp> {
+pub(crate) fn rebuild(store: &Sidecars, project_dirs: &[PathBuf]) -> Result<SearchCatchUp> {
     let mut total = SearchCatchUp::default();
     let mut seen = HashSet::new();
     for d in project_dirs {
@@ -414,8 +414,8 @@ pub fn rebuild(store: &Store, project_dirs: &[PathBuf]) -> Result<SearchCatchUp>
 
 /// Brings the search index of every project in scope up to date with its transcripts
 /// (`search` does this first).
-pub fn search_catch_up(
-    store: &Store,
+pub(crate) fn search_catch_up(
+    store: &Sidecars,
     claude_dir: &Path,
     opts: &SearchOptions,
 ) -> Result<SearchCatchUp> {
@@ -428,8 +428,8 @@ pub fn search_catch_up(
 
 /// Searches the messages of the sessions in scope for `query` (tantivy query syntax: words,
 /// `"phrases"`, `AND`/`OR`, `-excluded`), catching the search index up first.
-pub fn search(
-    store: &Store,
+pub(crate) fn search(
+    store: &Sidecars,
     claude_dir: &Path,
     query: &str,
     opts: &SearchOptions,
@@ -446,8 +446,8 @@ pub fn search(
 }
 
 /// The sessions with at least one message matching `query` (for `ls --search`).
-pub fn matching_sessions(
-    store: &Store,
+pub(crate) fn matching_sessions(
+    store: &Sidecars,
     claude_dir: &Path,
     query: &str,
     opts: &SearchOptions,
@@ -538,7 +538,7 @@ impl ProjectIndex {
 }
 
 /// Marks each hit on or off its session's resumed chain (one resolve per session).
-fn mark_chains(store: &Store, hits: &mut [SearchHit]) {
+fn mark_chains(store: &Sidecars, hits: &mut [SearchHit]) {
     let mut chains: HashMap<PathBuf, HashSet<Id>> = HashMap::new();
     for h in hits.iter_mut() {
         let chain = chains.entry(h.path.clone()).or_insert_with(|| {
@@ -597,7 +597,7 @@ mod tests {
         }
     }
 
-    fn uuids(store: &Store, claude: &Path, q: &str) -> Vec<String> {
+    fn uuids(store: &Sidecars, claude: &Path, q: &str) -> Vec<String> {
         let mut out: Vec<String> = search(store, claude, q, &all())
             .unwrap()
             .into_iter()
@@ -629,7 +629,7 @@ mod tests {
                 text,
             )
             .unwrap();
-            let store = Store::new(tmp.path().join("index"));
+            let store = Sidecars::new(tmp.path().join("index"));
             let want = uuids(&store, &claude, "rsync");
             assert_eq!(want.len(), 30);
             let dir = store.search_dir(&project);

@@ -25,13 +25,13 @@ use super::{SessionWriter, WriterOptions};
 use crate::chain::ResolveOptions;
 use crate::error::{Error, Result};
 use crate::id::Id;
-use crate::index::Store;
+use crate::index::Sidecars;
 
 /// The source's resume view as JSON entries, cut after `at` when given. A message `at` that is
 /// not on the chosen chain (another branch's leaf, picked in `chainlog pick`) gives the chain
 /// that ends at it instead.
 fn view(
-    store: &Store,
+    store: &Sidecars,
     source: &Path,
     at: Option<&str>,
 ) -> Result<Vec<serde_json::Map<String, Value>>> {
@@ -106,10 +106,10 @@ fn source_session_id(source: &Path) -> Result<String> {
         .ok_or_else(|| Error::NotFound(format!("{}: not a session file", source.display())))
 }
 
-fn new_writer(store: &Store, source: &Path, cwd: &str) -> Result<SessionWriter> {
+fn new_writer(store: &Sidecars, source: &Path, cwd: &str) -> Result<SessionWriter> {
     let dir = source.parent().unwrap_or(Path::new("."));
     let sid = uuid::Uuid::new_v4().to_string();
-    store.writer(dir, &sid, WriterOptions::new(cwd))
+    SessionWriter::open(store, dir, &sid, WriterOptions::new(cwd))
 }
 
 fn cwd_of(entries: &[serde_json::Map<String, Value>]) -> String {
@@ -122,7 +122,7 @@ fn cwd_of(entries: &[serde_json::Map<String, Value>]) -> String {
 
 /// Writes a new session holding `source`'s resume view (cut after `at`) the way
 /// `--fork-session` does (format.md §A8). Returns the new session id.
-pub fn fork(store: &Store, source: &Path, at: Option<&str>) -> Result<String> {
+pub(crate) fn fork(store: &Sidecars, source: &Path, at: Option<&str>) -> Result<String> {
     let src_sid = source_session_id(source)?;
     let entries = view(store, source, at)?;
     let (title, replacements) = session_metadata(source, &src_sid)?;
@@ -154,7 +154,7 @@ pub fn fork(store: &Store, source: &Path, at: Option<&str>) -> Result<String> {
 
 /// Writes a new session holding `source`'s active chain with `forkedFrom`, one combined
 /// `content-replacement` and a `(Branch)` title (format.md §A7). Returns the new session id.
-pub fn branch(store: &Store, source: &Path, name: Option<&str>) -> Result<String> {
+pub(crate) fn branch(store: &Sidecars, source: &Path, name: Option<&str>) -> Result<String> {
     let src_sid = source_session_id(source)?;
     let entries = view(store, source, None)?;
     let (_, replacements) = session_metadata(source, &src_sid)?;
@@ -196,7 +196,7 @@ pub fn branch(store: &Store, source: &Path, name: Option<&str>) -> Result<String
 
 /// `<name or first prompt> (Branch)`, or `(Branch N)` (N = 2, 3, …) when a session of the
 /// project already has that title.
-fn branch_title(store: &Store, source: &Path, name: Option<&str>) -> Result<String> {
+fn branch_title(store: &Sidecars, source: &Path, name: Option<&str>) -> Result<String> {
     let mut cache = crate::catalog::cache::FactsCache::new(store);
     let base = match name {
         Some(n) => n.to_owned(),

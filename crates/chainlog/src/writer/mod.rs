@@ -28,14 +28,13 @@
 //! (the prefix rule). A writer opened on an existing session continues from the last message
 //! of its resume view (where Claude Code's own writer continues after `--resume`).
 
-mod copy;
+pub(crate) mod copy;
 mod git;
 mod restate;
 mod shape;
 mod sink;
 mod tombstone;
 
-pub use copy::{branch, fork};
 pub use git::git_branch;
 pub use restate::CLIENT_TAIL_WINDOW;
 pub use tombstone::TAIL_WINDOW;
@@ -46,7 +45,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value};
 
 use crate::error::{Error, Result, check_id};
-use crate::index::Store;
+use crate::index::Sidecars;
 use restate::Carried;
 use shape::{Stamp, is_message_type};
 use sink::{Pending, Sink};
@@ -99,7 +98,7 @@ pub struct FlushReport {
 /// Appends entries to one session (and its sub-agent files). See the module docs.
 #[derive(Debug)]
 pub struct SessionWriter {
-    store: Store,
+    store: Sidecars,
     project_dir: PathBuf,
     session_id: String,
     opts: WriterOptions,
@@ -111,22 +110,22 @@ pub struct SessionWriter {
     in_batch: bool,
 }
 
-impl Store {
+impl SessionWriter {
     /// A writer for session `session_id` in the project folder `project_dir`
     /// (`<claude>/projects/<key>`). The session id must not be a path.
-    pub fn writer(
-        &self,
+    pub(crate) fn open(
+        sidecars: &Sidecars,
         project_dir: &Path,
         session_id: &str,
         opts: WriterOptions,
     ) -> Result<SessionWriter> {
         check_id(session_id)?;
         let mut main = Sink::new(project_dir, &[], format!("{session_id}.jsonl"), true);
-        main.start(self)?;
+        main.start(sidecars)?;
         // The title and tag the session already has (from the index's cached facts).
         let mut carried = Carried::default();
         if main.path.is_file() {
-            let mut cache = crate::catalog::cache::FactsCache::new(self);
+            let mut cache = crate::catalog::cache::FactsCache::new(sidecars);
             if let Ok(f) = cache.facts(&main.path) {
                 carried.title = f.custom_title.filter(|t| !t.is_empty());
                 carried.tag = f.tag.filter(|t| !t.is_empty());
@@ -134,7 +133,7 @@ impl Store {
             let _ = cache.flush();
         }
         Ok(SessionWriter {
-            store: self.clone(),
+            store: sidecars.clone(),
             project_dir: project_dir.to_path_buf(),
             session_id: session_id.to_owned(),
             opts,

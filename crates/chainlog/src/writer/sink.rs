@@ -32,7 +32,7 @@ use serde_json::{Map, Value};
 use super::shape::{Stamp, is_message_type, js_numbers, message_line, metadata_line};
 use crate::error::{Error, Result};
 use crate::id::Id;
-use crate::index::Store;
+use crate::index::Sidecars;
 use crate::index::read::lookup::IndexedFile;
 use crate::transcript::batch::{Batch, settle};
 use crate::transcript::folder::Folder;
@@ -161,7 +161,7 @@ impl Sink {
     }
 
     /// The index of this file, opened on first use.
-    pub fn index(&mut self, store: &Store) -> Result<&mut IndexedFile> {
+    pub fn index(&mut self, store: &Sidecars) -> Result<&mut IndexedFile> {
         if self.index.is_none() {
             self.index = Some(IndexedFile::open(store, &self.path)?);
         }
@@ -182,7 +182,7 @@ impl Sink {
     /// Nothing happens while the file may not exist yet. Returns what a commit wrote.
     pub fn flush(
         &mut self,
-        store: &Store,
+        store: &Sidecars,
         stamp: &Stamp<'_>,
         fsync: bool,
         commit: bool,
@@ -263,7 +263,7 @@ impl Sink {
 
     /// Opens and locks the file, settles a batch a killed writer left, catches up with its
     /// tail and starts a batch.
-    fn begin(&mut self, store: &Store) -> Result<()> {
+    fn begin(&mut self, store: &Sidecars) -> Result<()> {
         let folder = self
             .folder(true)?
             .expect("a folder opened with create exists");
@@ -291,7 +291,7 @@ impl Sink {
 
     /// Brings the cursor and index up to the file as it is now (under the lock). Returns
     /// whether the file ends in an unterminated line that the batch must fence off.
-    fn sync_tail(&mut self, store: &Store, file: &File) -> Result<bool> {
+    fn sync_tail(&mut self, store: &Sidecars, file: &File) -> Result<bool> {
         let waited = std::time::Instant::now();
         loop {
             let len = file.metadata().map_err(|e| Error::io(&self.path, e))?.len();
@@ -314,7 +314,7 @@ impl Sink {
 
     /// Takes the session as it is now as the starting point: the cursor is the last message of
     /// its resume view (where a resumed Claude Code continues); later bytes are foreign.
-    pub fn start(&mut self, store: &Store) -> Result<()> {
+    pub fn start(&mut self, store: &Sidecars) -> Result<()> {
         let Some(folder) = self.folder(false)? else {
             return Ok(());
         };
@@ -325,7 +325,7 @@ impl Sink {
         self.start_from(store, &file, len)
     }
 
-    fn start_from(&mut self, store: &Store, file: &File, len: u64) -> Result<()> {
+    fn start_from(&mut self, store: &Sidecars, file: &File, len: u64) -> Result<()> {
         let idx = self.index(store)?;
         idx.catch_up()?;
         let tip = idx.resume_tip()?;
@@ -337,7 +337,7 @@ impl Sink {
 
     /// Reads the complete lines in `[from, len)` another process appended: the last chain
     /// participant among them becomes the cursor; the index catches up.
-    fn read_foreign(&mut self, store: &Store, file: &File, from: u64, len: u64) -> Result<()> {
+    fn read_foreign(&mut self, store: &Sidecars, file: &File, from: u64, len: u64) -> Result<()> {
         let mut bytes = vec![0; (len - from) as usize];
         file.read_exact_at(&mut bytes, from)
             .map_err(|e| Error::io(&self.path, e))?;
@@ -378,7 +378,12 @@ impl Sink {
     }
 
     /// Fills parents, drops duplicates (main thread only) and serialises into the open batch.
-    fn serialise(&mut self, store: &Store, pending: Vec<Pending>, stamp: &Stamp<'_>) -> Result<()> {
+    fn serialise(
+        &mut self,
+        store: &Sidecars,
+        pending: Vec<Pending>,
+        stamp: &Stamp<'_>,
+    ) -> Result<()> {
         let mut line = Vec::new();
         let mut prefix = true;
         for Pending {

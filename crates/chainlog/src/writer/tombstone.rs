@@ -21,14 +21,14 @@ use std::os::unix::fs::{FileExt, PermissionsExt};
 use super::sink::Sink;
 use crate::error::{Error, Result};
 use crate::id::Id;
-use crate::index::Store;
+use crate::index::Sidecars;
 use crate::transcript::folder::Folder;
 
 /// The tail window inside which a tombstone re-writes only what followed the line.
 pub const TAIL_WINDOW: u64 = 64 * 1024;
 
 /// Removes the line of message `uuid` from `sink`'s file. `Ok(false)`: no such message.
-pub fn remove(store: &Store, sink: &mut Sink, uuid: &str) -> Result<bool> {
+pub fn remove(store: &Sidecars, sink: &mut Sink, uuid: &str) -> Result<bool> {
     let path = sink.path.clone();
     let Some(folder) = sink.folder(false)? else {
         return Ok(false);

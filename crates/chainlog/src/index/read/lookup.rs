@@ -14,7 +14,7 @@ use crate::error::{IndexFault, Result};
 use crate::id::Id;
 use crate::index::db::open::IndexDb;
 use crate::index::format::schema::{FileState, IDS, ROWS};
-use crate::index::{Store, query};
+use crate::index::{Sidecars, query};
 use crate::transcript::frame::LinePos;
 
 /// One transcript's index rows, opened for the writer.
@@ -27,7 +27,7 @@ pub struct IndexedFile {
 
 impl IndexedFile {
     /// Opens the project index of `transcript` (the file may not exist yet).
-    pub fn open(store: &Store, transcript: &Path) -> Result<IndexedFile> {
+    pub fn open(store: &Sidecars, transcript: &Path) -> Result<IndexedFile> {
         let db = IndexDb::open(&store.db_path(transcript))?;
         let mut f = IndexedFile {
             db,
@@ -44,7 +44,7 @@ impl IndexedFile {
     /// Indexes what was appended since the last catch-up; returns the indexed length.
     pub fn catch_up(&mut self) -> Result<u64> {
         self.ids = None;
-        let (_, st) = Store::catch_up_in(&mut self.db, &self.path)?;
+        let (_, st) = Sidecars::catch_up_in(&mut self.db, &self.path)?;
         let txn = self.db.db().begin_read().map_err(|e| self.db.err(e))?;
         self.ids = Some(txn.open_table(IDS).map_err(|e| self.db.err(e))?);
         let len = st.indexed_len;

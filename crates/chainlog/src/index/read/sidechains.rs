@@ -21,7 +21,7 @@ use crate::index::db::wait;
 use crate::index::format::schema::{FileState, ROWS, SIDECHAINS};
 use crate::index::read::query::IndexGraph;
 use crate::index::write::ingest::Stat;
-use crate::index::{Store, read_state};
+use crate::index::{Sidecars, read_state};
 use crate::transcript::envelope::Flags;
 
 /// The sidechain messages of one transcript.
@@ -33,7 +33,7 @@ pub struct SidechainRows {
     pub names: IdNames,
 }
 
-impl Store {
+impl Sidecars {
     /// The sidechain rows of `transcript` from its index, caught up first; `None` when the
     /// index turned out damaged (after one rebuild).
     pub fn sidechain_rows(&self, transcript: &Path) -> Result<Option<SidechainRows>> {

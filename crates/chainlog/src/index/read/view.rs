@@ -549,7 +549,7 @@ fn load_if(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::index::Store;
+    use crate::Store;
     use std::io::Write;
 
     fn line(n: u64, parent: Option<u64>) -> String {

@@ -4,15 +4,17 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use super::body::{Lines, ViewEntry, read_view};
-use super::fork::ForkContext;
-use super::interrupt::{Ending, Interrupt, detect};
-use super::message::Message;
+use super::Store;
+use crate::catalog::Target;
 use crate::chain::{BadLine, ChainBreak, LeafRule, Link, Resolution, ResolveOptions, View};
 use crate::error::{Error, Result, check_id};
 use crate::id::{Id, IdNames};
 use crate::index::write::ingest::Stat;
-use crate::index::{Answer, Source, Store};
+use crate::index::{Answer, Source};
+use crate::resume::body::{Lines, ViewEntry, read_view};
+use crate::resume::fork::ForkContext;
+use crate::resume::interrupt::{Ending, Interrupt, detect};
+use crate::resume::message::Message;
 
 /// How to resume a session. The default is what Claude Code does: the chosen leaf, the resume
 /// view, missing parents bridged, answered from the index.
@@ -216,6 +218,36 @@ fn changed_under_us(e: &Error) -> bool {
 }
 
 impl Store {
+    /// Resumes the session, agent or transcript `target` names (see [`Store::target`]): the
+    /// conversation the model gets, answered from the index. A fork agent's conversation
+    /// starts with the context it inherited from its parent session.
+    pub fn resume(&self, target: &str, opts: &ResumeOptions) -> Result<Conversation> {
+        opts.check()?;
+        let target = self.target(opts.project.as_deref(), target)?;
+        self.resume_target(&target, opts)
+    }
+
+    /// [`Store::resume`] of a target already looked up.
+    pub fn resume_target(&self, target: &Target, opts: &ResumeOptions) -> Result<Conversation> {
+        match target {
+            // An inline agent lives in its session file: resume from its newest leaf, in the
+            // full view (a compaction after it drops it from the resume view).
+            Target::Agent { path, .. } if target.leaf().is_some() => {
+                let opts = ResumeOptions {
+                    leaf: opts
+                        .leaf
+                        .clone()
+                        .or_else(|| target.leaf().map(str::to_owned)),
+                    full: true,
+                    ..opts.clone()
+                };
+                self.conversation(path, &opts)
+            }
+            Target::Agent { path, .. } => self.agent_conversation(path, opts),
+            t => self.conversation(t.path(), opts),
+        }
+    }
+
     /// The conversation of the transcript at `path` as `opts` asks, answered from the index
     /// (caught up first) unless `opts.no_index`. A file changed while it is read (a tail
     /// truncated by a tombstone) is resolved again, a few times.
@@ -325,7 +357,7 @@ impl Store {
     /// transcript a batch at a time; stored with `ans` as the materialised view (best effort).
     pub(crate) fn materialise_answer(&self, path: &Path, ans: &Answer) -> Result<Ending> {
         let ending = Ending::of_lines(path, &ans.resolution.chain, &ans.names)?;
-        let _ = self.store_view(path, ans, &ending);
+        let _ = self.sidecars.store_view(path, ans, &ending);
         Ok(ending)
     }
 
@@ -333,7 +365,9 @@ impl Store {
         let entries = read_view(&p.path, &p.chain, &p.answer.names)?;
         // The answer's whole chain (neither cut nor made strict) is the view.
         if !p.opts.strict && p.opts.at.is_none() {
-            let _ = self.store_view(&p.path, &p.answer, &Ending::of(&entries));
+            let _ = self
+                .sidecars
+                .store_view(&p.path, &p.answer, &Ending::of(&entries));
         }
         Ok(Conversation {
             path: p.path,
@@ -416,7 +450,7 @@ impl Store {
         agent: &Path,
         opts: &ResumeOptions,
     ) -> Result<Conversation> {
-        let Some(fork) = super::fork::fork_context(agent)? else {
+        let Some(fork) = crate::resume::fork::fork_context(agent)? else {
             return self.conversation(agent, opts);
         };
         let (mut prefix, names) = self.fork_prefix(&fork, opts.no_index)?;

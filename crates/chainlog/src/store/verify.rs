@@ -146,7 +146,7 @@ pub fn verify(store: &Store, transcript: &Path) -> Result<Vec<Difference>> {
                 scanned = Some((got.cursor, scan_prefix(transcript, got.cursor)?));
             }
             let t = &scanned.as_ref().expect("scanned above").1;
-            match resolve(t, super::read::view::OPTIONS).ok() {
+            match resolve(t, crate::index::read::view::OPTIONS).ok() {
                 Some(want) => compare(
                     "materialised resume view",
                     &want,
