@@ -189,7 +189,7 @@ impl<W: Write> Session<'_, W> {
             out_hi: self.out_hi,
         };
         let run = conversation(&mut cx, &env, &plan.prompt);
-        let slot = layout_slot(plan.layout);
+        let slot = plan.layout.slot();
         self.layouts_done[slot] = true;
         let content = json!([{"type": "text", "text": run.summary}]);
         let duration = self.g.range(5_000, 120_000);
@@ -295,13 +295,5 @@ impl AgentPlan {
             result_meta: Value::Null,
             is_error: false,
         }
-    }
-}
-
-pub(super) fn layout_slot(l: SidechainLayout) -> usize {
-    match l {
-        SidechainLayout::Inline => 0,
-        SidechainLayout::TopLevel => 1,
-        _ => 2,
     }
 }

@@ -6,45 +6,9 @@ use std::io::{self, Write};
 use serde_json::{Value, json};
 
 use super::lines::{self, Obj};
+use super::meta::{META_ORDER, Meta};
 use super::session::Session;
 use super::text;
-
-/// Metadata kinds written mid-file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Meta {
-    CustomTitle,
-    Tag,
-    LastPrompt,
-    AiTitle,
-    Summary,
-    Mode,
-    ContentReplacement,
-    Unknown,
-    TagClear,
-    PermissionMode,
-    AgentName,
-    PrLink,
-    WorktreeState,
-    QueueOps,
-}
-
-/// Every kind, in the order the first ones are written (then at random).
-pub(super) const META_ORDER: &[Meta] = &[
-    Meta::CustomTitle,
-    Meta::Tag,
-    Meta::LastPrompt,
-    Meta::AiTitle,
-    Meta::Summary,
-    Meta::Mode,
-    Meta::ContentReplacement,
-    Meta::Unknown,
-    Meta::TagClear,
-    Meta::PermissionMode,
-    Meta::AgentName,
-    Meta::PrLink,
-    Meta::WorktreeState,
-    Meta::QueueOps,
-];
 
 impl<W: Write> Session<'_, W> {
     /// Everything that may happen between two turns, in a fixed order.

@@ -64,6 +64,7 @@
 mod agents;
 mod events;
 mod lines;
+mod meta;
 mod reshape;
 mod rng;
 mod session;
@@ -93,6 +94,15 @@ pub enum SidechainLayout {
 }
 
 impl SidechainLayout {
+    /// The slot of a concrete layout in per-layout tables (inline, top level, `subagents/`).
+    pub(crate) fn slot(self) -> usize {
+        match self {
+            SidechainLayout::Inline => 0,
+            SidechainLayout::TopLevel => 1,
+            _ => 2,
+        }
+    }
+
     /// The concrete layouts this setting enables.
     fn enabled(self) -> &'static [SidechainLayout] {
         match self {

@@ -7,7 +7,6 @@ use std::io::{self, BufWriter, Write};
 
 use serde_json::Value;
 
-use super::agents::layout_slot;
 use super::lines::{self, Env, Style};
 use super::rng::{Clock, Gen};
 use super::text::TextPool;
@@ -341,11 +340,11 @@ impl<'o, W: Write> Session<'o, W> {
                 "progress",
             ),
             (
-                layouts.iter().any(|l| !self.layouts_done[layout_slot(*l)]),
+                layouts.iter().any(|l| !self.layouts_done[l.slot()]),
                 "agents",
             ),
             (
-                o.metadata_midfile && self.meta_cycle < super::events::META_ORDER.len(),
+                o.metadata_midfile && self.meta_cycle < super::meta::META_ORDER.len(),
                 "metadata",
             ),
             (c.nul_run && !self.corrupt_done[0], "nul"),

@@ -5,7 +5,6 @@ use std::io::{self, Write};
 
 use serde_json::{Value, json};
 
-use super::agents::layout_slot;
 use super::lines::{self, UserBody, UserFlags};
 use super::session::{LONE, Node, Session};
 use super::text;
@@ -214,7 +213,7 @@ impl<W: Write> Session<'_, W> {
         let missing = layouts
             .iter()
             .copied()
-            .find(|l| !self.layouts_done[layout_slot(*l)]);
+            .find(|l| !self.layouts_done[l.slot()]);
         let overtime = self.bytes >= self.o.target_bytes;
         let agent = if self.s_agent.due(self.bytes, self.o.target_bytes) && self.agents_spawned < 16
             || overtime && missing.is_some()
