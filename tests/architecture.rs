@@ -289,13 +289,13 @@ fn resolve(
     // The remaining segment may be a name `at` imports (a re-export): follow it.
     if i < rest.len() {
         let file = files.get(&at)?;
-        if !file.children.contains(&rest[i]) {
-            if let Some(bound) = file.uses.get(&rest[i]) {
-                let mut joined = bound.clone();
-                joined.extend_from_slice(&rest[i + 1..]);
-                if let Some(target) = resolve(files, &at, &joined, depth + 1) {
-                    return Some(target);
-                }
+        if !file.children.contains(&rest[i])
+            && let Some(bound) = file.uses.get(&rest[i])
+        {
+            let mut joined = bound.clone();
+            joined.extend_from_slice(&rest[i + 1..]);
+            if let Some(target) = resolve(files, &at, &joined, depth + 1) {
+                return Some(target);
             }
         }
     }

@@ -2,10 +2,10 @@
 //! the JSONL of its view.
 //!
 //! # Design
-//! [`build`] gathers a [`Document`] once — the chosen chain (or the full conversation), with
+//! [`Store::export_document`](crate::Store::export_document) gathers a [`Document`] once — the chosen chain (or the full conversation), with
 //! `--all-branches` every other leaf's branch from the point where it leaves the chain, and
 //! the sub-agent transcripts of the session — and the renderers (`markdown`, `html`) only
-//! format it. Everything is read through [`Store::resolve`] (the index when it can answer) and
+//! format it. Everything is read through [`Store::resolve`](crate::Store::resolve) (the index when it can answer) and
 //! [`read_view`], so the export shows exactly what `resume` resolves.
 
 mod html;

@@ -18,10 +18,10 @@
 //!   piece of work to the observer of [`crate::sidecar::set_progress`] (a first build over a big
 //!   tree takes seconds; the command shows a bar).
 //! - **Ranking** is BM25 over the text. Each hit says whether its message is on the session's
-//!   resumed chain (answered by [`Store::resolve`]) or on a dead branch.
+//!   resumed chain (answered by [`Store::resolve`](crate::Store::resolve)) or on a dead branch.
 //! - **Damage** is never a failure: an index not closed by us is checked before it is read,
 //!   a tantivy error or panic starts it over, and the query is answered in the same call
-//!   (`search/repair.rs`). `chainlog rebuild` drops and builds again the indexes it finds ([`rebuild`]).
+//!   (`search/repair.rs`). `chainlog rebuild` drops and builds again the indexes it finds ([`Store::search_rebuild`](crate::Store::search_rebuild)).
 
 mod repair;
 mod tail;
@@ -315,7 +315,7 @@ pub struct SearchCatchUp {
     /// Transcripts gone from disk whose documents were deleted.
     pub dropped: usize,
     /// Projects whose search index was deleted and built again from zero: found damaged (or
-    /// unreadable by this version), or dropped by [`rebuild`].
+    /// unreadable by this version), or dropped by [`Store::search_rebuild`](crate::Store::search_rebuild).
     pub started_over: usize,
 }
 
