@@ -8,7 +8,7 @@ The kit's replay.py resumes every main transcript of CLAUDE_DIR at its leaf. Thi
 on the resume view chainlog gives (`chainlog resume PATH --format jsonl`): a user prompt and an
 assistant line in the middle, a tool-result line, a thinking line and the line before the leaf.
 Each run is written to OUT_DIR/<sid>@<uuid>.json in the shape of the kit's expected files
-(`args` holds `--resume-session-at UUID`), so tests/conformance.rs compares it with
+(`args` holds `--resume-session-at UUID`), so tests/it/conformance.rs compares it with
 `chainlog resume PATH --at UUID --format api`. A cut the client refuses (`request: null`) must be
 refused by chainlog too. Uses the kit's lib (../shared/conformance/lib) and never writes
 CLAUDE_DIR.

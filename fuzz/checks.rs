@@ -1,5 +1,5 @@
 //! The properties the fuzz targets check, as plain functions: the cargo-fuzz targets
-//! (`fuzz_targets/`) call them on libFuzzer's inputs, and `tests/input_properties.rs` replays
+//! (`fuzz_targets/`) call them on libFuzzer's inputs, and `tests/it/input_properties.rs` replays
 //! them over the seed corpus (`fixtures/a5`, `fixtures/bad`) and proptest's inputs in
 //! `cargo test`, so CI needs no nightly sanitizer build. Run libFuzzer by hand:
 //! `cd fuzz && RUSTC_BOOTSTRAP=1 cargo fuzz run transcript`.

@@ -8,7 +8,7 @@
 //! end; a conversation ending on a user message gets "No response requested." (not when the
 //! chain was cut with `--at`: then the client writes nothing and pairs an unanswered trailing
 //! call with [`TOOL_RESULT_MISSING`] at request time). Claude Code
-//! 2.1.328 was observed doing exactly this (the conformance kit, see tests/conformance.rs).
+//! 2.1.328 was observed doing exactly this (the conformance kit, see tests/it/conformance.rs).
 //!
 //! # Design
 //! [`api_messages`] runs in passes over owned [`Unit`]s (one per entry), in the order the

@@ -9,7 +9,7 @@
 //! Each format change is one numbered step, a pure function of one entry that says whether
 //! it changed anything. [`upgrade`] applies all of them in order. Every step has a folder
 //! `migrate/NNNN-name/` (README.md: what, why, lossless?; `before.jsonl`; `after.jsonl`), and
-//! `tests/migrate.rs` checks each folder byte-for-byte and that a second upgrade is a no-op.
+//! `tests/it/migrate.rs` checks each folder byte-for-byte and that a second upgrade is a no-op.
 //! A step must be idempotent and must keep key order (values are replaced in place; with
 //! `serde_json`'s `preserve_order` a replaced key keeps its position).
 //!

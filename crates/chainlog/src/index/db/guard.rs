@@ -5,7 +5,7 @@
 //! it is what the marker is for). Damage that no stat sees — bit rot: same inode, length and
 //! times — then reaches ordinary reads, and redb 4.6.0 does not verify page checksums on them.
 //! Some of them panic on a damaged page instead of returning `StorageError::Corrupted`
-//! (measured with `tests/index_damage.rs`, zeroed 4 KiB pages): `unreachable!()` when a page's
+//! (measured with `tests/it/index_damage.rs`, zeroed 4 KiB pages): `unreachable!()` when a page's
 //! type byte is neither leaf nor branch (`Btree::get_helper`, `tree_store/btree.rs:1110`, for
 //! `get`; `descend_to_position`, `tree_store/btree_cursor.rs:167`, for `range` and for stepping
 //! to the next leaf), a slice index past the page in `AccessGuard::value`

@@ -42,7 +42,7 @@ const BLOCK_BYTES: u64 = 512 << 10;
 
 /// Lines per block, at most: the parsed lines of a block take ~230 bytes each whatever the
 /// line's length, so blocks of short lines are cut by count. With 256 KiB blocks and no count
-/// `tests/robustness.rs::a_first_index_does_not_hold_the_rows` (~270-byte lines) peaked at
+/// `tests/it/robustness.rs::a_first_index_does_not_hold_the_rows` (~270-byte lines) peaked at
 /// 64–67 MiB (over its 64 MiB bound; 52 MiB with one parsing thread), with 128 KiB at 53 MiB.
 const BLOCK_LINES: usize = 512;
 

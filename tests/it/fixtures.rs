@@ -11,7 +11,7 @@
 //! `resume --full`, `leaves --json`). A failure names the fixture and lists every mismatch
 //! with expected and got values (fixture uuids `…0000000000NN` are shown as `NN`).
 
-mod util;
+use crate::util;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Debug;
@@ -679,7 +679,7 @@ fn listed_fixtures_match_the_folders() {
         let listed: BTreeSet<String> = listed.iter().map(|s| (*s).to_owned()).collect();
         for missing in found.difference(&listed) {
             problems.push(format!(
-                "{shown}/{missing}.expect.json is not listed in the fixtures! macro of tests/fixtures.rs"
+                "{shown}/{missing}.expect.json is not listed in the fixtures! macro of tests/it/fixtures.rs"
             ));
         }
         for gone in listed.difference(&found) {

@@ -1,16 +1,9 @@
 //! Helpers shared by the integration tests: running the real binary, reading fixtures and
 //! printing ids readably in failure messages.
 
-#![allow(
-    dead_code,
-    reason = "each test binary uses a different subset of the helpers"
-)]
-
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-use chainlog::Id;
-use chainlog::format::IdNames;
 
 /// The crate root (where `fixtures/` lives).
 pub fn manifest_dir() -> &'static Path {
@@ -107,11 +100,6 @@ pub fn files_ending(dir: &Path, suffix: &str) -> Vec<PathBuf> {
     walk(dir, suffix, &mut out);
     out.sort();
     out
-}
-
-/// The printable text of ids, as the transcript wrote them.
-pub fn names(names: &IdNames, ids: impl IntoIterator<Item = Id>) -> Vec<String> {
-    ids.into_iter().map(|id| names.name(id)).collect()
 }
 
 /// The fixtures' readable uuids `00000000-0000-4000-8000-0000000000NN` shown as `NN`

@@ -212,7 +212,7 @@ proptest! {
 }
 
 /// The fuzz targets' checks (`fuzz/checks.rs`), shared with the cargo-fuzz targets.
-#[path = "../fuzz/checks.rs"]
+#[path = "../../fuzz/checks.rs"]
 mod fuzz_checks;
 
 /// The fuzz targets' seed corpus (every fixture, bad ones included) through both fuzz checks,

@@ -2,7 +2,7 @@
 //! as a blake3 hash: `resume --leaf notauuid` used to answer "message 51daa628-… is not in the
 //! transcript", and `resume --json` printed chain-break ids as arrays of 16 integers.
 
-mod util;
+use crate::util;
 
 use std::fmt::Write as _;
 use std::path::PathBuf;

@@ -5,7 +5,7 @@
 //! Expected values for the real transcripts were read from the files by hand (and with a
 //! short Python script applying SPEC A6), not taken from chainlog's output.
 
-mod util;
+use crate::util;
 
 use std::collections::HashMap;
 use std::fmt::Write as _;

@@ -2,7 +2,7 @@
 //! drop, nothing to compact); one of several transcripts has its rows dropped in place, and
 //! the others keep theirs. Either way the answers equal a full scan and listing rows survive.
 
-mod util;
+use crate::util;
 
 use std::path::{Path, PathBuf};
 

@@ -1,7 +1,7 @@
 //! The index answers exactly what the reference loader answers: on every fixture and real
 //! transcript, after a cold build, and after catching up line by line (torn tails included).
 
-mod util;
+use crate::util;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

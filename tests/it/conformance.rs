@@ -11,7 +11,7 @@
 //! `$CHAINLOG_CONFORMANCE_OUT` (never committed). Unset locally: the test says so loudly and
 //! passes; unset or missing in CI (`CI=true`): the test fails.
 
-mod util;
+use crate::util;
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};

@@ -8,7 +8,7 @@
 //! and stale so that the search after the damage appends to it and deletes from it, the paths
 //! on which tantivy's own threads read the old segments) and copied for each round.
 
-mod util;
+use crate::util;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -11,7 +11,7 @@
 //! The corpus is `$CHAINLOG_REAL_TRANSCRIPTS`, else the vendored copy in `fixtures/real/`.
 //! A missing or empty corpus is a failure, not a skip.
 
-mod util;
+use crate::util;
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};

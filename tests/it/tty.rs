@@ -1,7 +1,7 @@
 //! `resume` on a real terminal (tmux): readable text, a pager when longer than the screen,
 //! no "interrupt: none" noise; JSONL when piped.
 
-mod util;
+use crate::util;
 
 use std::path::Path;
 use std::process::Command;

@@ -2,7 +2,7 @@
 //! really answered), and inline (1.0.x) agent ids opened as targets by `resume`, `leaves` and
 //! `export` like the agents stored in their own files.
 
-mod util;
+use crate::util;
 
 use std::collections::HashSet;
 use std::io::Write;

@@ -3,7 +3,7 @@
 //! symbolic link; it replaces FILE only once the document is complete), and the Markdown and
 //! HTML documents carry transcript text as text, never as markup.
 
-mod util;
+use crate::util;
 
 use std::collections::BTreeMap;
 use std::fs;

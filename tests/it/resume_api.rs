@@ -1,13 +1,13 @@
 //! The API view (`--format api`, SPEC A8) on hand-made shapes, and fork agents resumed through
 //! `fork-context-ref`. Each behaviour here was observed on Claude Code 2.1.328
-//! (tests/conformance.rs checks the whole against the real client when the kit ran).
+//! (tests/it/conformance.rs checks the whole against the real client when the kit ran).
 
 #![allow(
     clippy::needless_pass_by_value,
     reason = "json! values built inline read better passed by value"
 )]
 
-mod util;
+use crate::util;
 
 use chainlog::view::ApiOptions;
 use chainlog::view::api_messages_of;

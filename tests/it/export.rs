@@ -1,7 +1,7 @@
 //! `chainlog export`: Markdown against golden files, JSONL against `resume`, and the HTML
 //! rendered by a real browser (headless Chromium) with every message of the chain present.
 
-mod util;
+use crate::util;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -1,6 +1,6 @@
 //! A damaged or foreign index is detected and rebuilt; the answers never change.
 
-mod util;
+use crate::util;
 
 use std::io::{Seek, SeekFrom, Write};
 use std::os::unix::fs::MetadataExt;

@@ -1,6 +1,6 @@
 //! The writing verbs of the real binary: `append`, `fork`, `branch`, `title`, `tag`.
 
-mod util;
+use crate::util;
 
 use std::io::Write;
 use std::os::unix::fs::PermissionsExt;

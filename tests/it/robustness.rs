@@ -1,7 +1,7 @@
 //! Inputs that are valid but unusual, unreadable items, huge lines and hostile content
 //! (issue #8): each must leave the session resumable and be reported, never crash or hang.
 
-mod util;
+use crate::util;
 
 use std::fmt::Write as _;
 use std::path::PathBuf;

@@ -3,7 +3,7 @@
 //! read-write open (repro 4: `tests/index_catch_up_reads.rs`), a torn tail that goes away (repro 8), hostile marker files,
 //! permissions, unusable index locations and a stopped writer (#8 items 1, 4, 5, 9).
 
-mod util;
+use crate::util;
 
 use std::io::Write;
 use std::os::unix::fs::PermissionsExt;

@@ -1,7 +1,7 @@
 //! Listing from the index: cached facts equal scanned facts, and a listing reads no
 //! transcript that did not change (it `stat`s each file only).
 
-mod util;
+use crate::util;
 
 use std::io::Write;
 use std::path::PathBuf;
