@@ -350,7 +350,12 @@ impl Drop for Writer {
 /// Starts a child rebuilding the index and lets it work for `ms` ms.
 fn start_a_writer(path: &Path, index: &Path, ms: u64) -> Writer {
     let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "child_role", "--nocapture", "--test-threads=1"])
+        .args([
+            "--exact",
+            &crate::util::test_name(module_path!(), "child_role"),
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env(ROLE, "catchup")
         .env("CHAINLOG_PROPS_PATH", path)
         .env("CHAINLOG_PROPS_INDEX", index)

@@ -84,7 +84,12 @@ fn child_role() {
 
 fn spawn_writer(path: &Path, index: &Path, start: u64) -> std::process::Child {
     Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "child_role", "--nocapture", "--test-threads=1"])
+        .args([
+            "--exact",
+            &crate::util::test_name(module_path!(), "child_role"),
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env(ROLE, "writer")
         .env("CHAINLOG_CHILD_PATH", path)
         .env("CHAINLOG_CHILD_INDEX", index)

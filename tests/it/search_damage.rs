@@ -369,7 +369,7 @@ fn catch_up_in_a_child(claude: &Path, index: &Path) -> String {
     let o = Command::new(std::env::current_exe().unwrap())
         .args([
             "--exact",
-            "catch_up_role",
+            &util::test_name(module_path!(), "catch_up_role"),
             "--nocapture",
             "--test-threads=1",
         ])

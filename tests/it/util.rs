@@ -4,7 +4,6 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-
 /// The crate root (where `fixtures/` lives).
 pub fn manifest_dir() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -178,4 +177,16 @@ pub fn mkfifo(path: &Path) {
         .status()
         .unwrap();
     assert!(ok.success(), "mkfifo {}", path.display());
+}
+
+/// The name libtest knows the test `f` of the module `module` (its `module_path!()`) by, for a
+/// child process that runs that one test (`--exact`): the path inside this binary, e.g.
+/// `writer_processes::child_role`.
+pub fn test_name(module: &str, f: &str) -> String {
+    let inside = module.split_once("::").map_or("", |(_, rest)| rest);
+    if inside.is_empty() {
+        f.to_owned()
+    } else {
+        format!("{inside}::{f}")
+    }
 }

@@ -8,7 +8,6 @@
     reason = "short names for the env, generator, session, writer and model of each case"
 )]
 
-
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 

@@ -57,7 +57,12 @@ fn child_role() {
 
 fn spawn(project: &Path, index: &Path, tag: &str) -> Child {
     Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "child_role", "--nocapture", "--test-threads=1"])
+        .args([
+            "--exact",
+            &crate::util::test_name(module_path!(), "child_role"),
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env(ROLE, tag)
         .env("CHAINLOG_CHILD_PROJECT", project)
         .env("CHAINLOG_CHILD_INDEX", index)
