@@ -3,7 +3,7 @@
 //! # Context
 //! The JSONL is the truth; the index is a disposable cache that makes a resume read only the
 //! chain it returns. Any index state may be missing, stale, damaged or from another schema
-//! version: [`Store`] detects it (file identity, length, prefix fingerprint, schema version,
+//! version: [`Sidecars`] detects it (file identity, length, prefix fingerprint, schema version,
 //! value checksums) and rebuilds, and if the index cannot be used at all it answers from the
 //! transcript with the reference loader (slow but right).
 //!
@@ -22,7 +22,6 @@
 //! | [`view`](read::view) | the materialised resume view: a default resume as one range read |
 //! | [`extension`](write::extension) | the view kept current after a plain append, from the new lines |
 //! | [`overlay`](read::overlay) | a resume right after a plain append, answered without writing |
-//! | [`verify`] | compare index answers with a full scan |
 
 pub mod db;
 pub mod format;
@@ -146,7 +145,7 @@ pub(crate) struct Sidecars {
     index_dir: PathBuf,
     /// Sidecars whose lock another process held past [`db::wait::LOCK_WAIT`]: not waited on again.
     busy: Arc<Mutex<HashSet<PathBuf>>>,
-    /// Sidecars [`Store::catch_up_all`] created, for [`Store::compact_created`].
+    /// Sidecars [`Sidecars::catch_up_all`] created, for [`Sidecars::compact_created`].
     created: Arc<Mutex<HashSet<PathBuf>>>,
 }
 
@@ -240,12 +239,12 @@ impl Sidecars {
     }
 
     /// Whether an operation on the sidecar at `db_path` was abandoned as busy (a lock held
-    /// past `db::wait::LOCK_WAIT`): later operations of this `Store` skip it.
+    /// past `db::wait::LOCK_WAIT`): later operations of these `Sidecars` skip it.
     pub(crate) fn is_busy(&self, db_path: &Path) -> bool {
         self.busy.lock().is_ok_and(|b| b.contains(db_path))
     }
 
-    /// Remembers the sidecar at `db_path` as busy (see [`Store::is_busy`]).
+    /// Remembers the sidecar at `db_path` as busy (see [`Sidecars::is_busy`]).
     pub(crate) fn mark_busy(&self, db_path: &Path) {
         if let Ok(mut b) = self.busy.lock() {
             b.insert(db_path.to_path_buf());
@@ -258,7 +257,7 @@ impl Sidecars {
     /// (`chainlog index`). The results come in the order given; `done` is called after each
     /// transcript, sidecar by sidecar (in the order given when each project's transcripts are
     /// given together, as sorted paths are). A sidecar it creates is not compacted after each
-    /// transcript: call [`Store::compact_created`] once everything meant for it is written.
+    /// transcript: call [`Sidecars::compact_created`] once everything meant for it is written.
     pub fn catch_up_all(
         &self,
         transcripts: &[PathBuf],
@@ -287,7 +286,7 @@ impl Sidecars {
             .collect()
     }
 
-    /// Compacts the sidecars that [`Store::catch_up_all`] created and that are still smaller than
+    /// Compacts the sidecars that [`Sidecars::catch_up_all`] created and that are still smaller than
     /// 1 MiB (a catch-up's limit for a sidecar holding more than one commit), once everything
     /// meant for them is written: `chainlog index` calls it after the catch-ups, the listing
     /// rows and the resume views, each of which committed and left the pages it replaced as
@@ -332,7 +331,7 @@ impl Sidecars {
         by_db
     }
 
-    /// [`Store::catch_up_all`] for the transcripts of one sidecar.
+    /// [`Sidecars::catch_up_all`] for the transcripts of one sidecar.
     fn catch_up_group(&self, paths: &[PathBuf]) -> Vec<Result<CatchUp>> {
         let Some(first) = paths.first() else {
             return Vec::new();
@@ -574,7 +573,7 @@ impl Sidecars {
         )
     }
 
-    /// [`Store::leaf_report`] with the active leaf chosen by `opts` (a requested leaf).
+    /// [`Sidecars::leaf_report`] with the active leaf chosen by `opts` (a requested leaf).
     pub fn leaf_report_from(
         &self,
         transcript: &Path,

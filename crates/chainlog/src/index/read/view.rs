@@ -15,7 +15,7 @@
 //! The view is written by a default resume that had to walk (the file changed, or no view was
 //! stored for its state): the walk and the read of its lines were needed for the answer
 //! anyway, and the view is their by-product, stored in its own transaction
-//! ([`crate::index::Store::store_view`]). A catch-up never walks: it reads only new bytes. A view whose
+//! ([`crate::index::Sidecars::store_view`]). A catch-up never walks: it reads only new bytes. A view whose
 //! stamp is not the file's current state (appended since, or another process's newer
 //! catch-up) is not used: the resume walks as before and stores it again.
 
