@@ -44,7 +44,7 @@ fn count() -> usize {
 
 fn tree(dir: &Path, n: usize) -> Vec<PathBuf> {
     let projects = dir.join("projects");
-    let hour_ago = std::time::SystemTime::now() - Duration::from_secs(3600);
+    let hour_ago = std::time::SystemTime::now() - Duration::from_hours(1);
     (0..n)
         .map(|i| {
             let mut s = generate(&GenOptions::plain(i as u64, 3_000));

@@ -5,7 +5,10 @@
 //! by title and first/last prompt (any case); the preview shows the last messages of the
 //! selected session's active chain, read once per session and cached. Enter replaces this
 //! process with `claude --resume ID` (Ctrl-F adds `--fork-session`) in the session's working
-//! directory when it still exists. `$CHAINLOG_CLAUDE` names another program to run instead of
+//! directory. When that folder no longer exists (a deleted worktree, another machine's path)
+//! the user is told and asked whether to resume in the current folder instead; anything but yes
+//! resumes nothing (Claude Code finds a session by its folder: elsewhere it would open another
+//! project's session list). `$CHAINLOG_CLAUDE` names another program to run instead of
 //! `claude` (tests run a fake one).
 //!
 //! Left/Right switch the preview between the session's branches (its leaves, oldest first, not
@@ -90,6 +93,11 @@ pub fn run(cli: &Cli, a: &PickArgs) -> CliResult {
     let Some((facts, fork, leaf)) = chosen? else {
         return Ok(ExitCode::SUCCESS);
     };
+    // Claude Code finds a session by the folder it runs in: never hand off elsewhere unasked.
+    let Some(dir) = folder_to_resume_in(&facts)? else {
+        eprintln!("chainlog: not resumed");
+        return Ok(ExitCode::SUCCESS);
+    };
     let (id, fork) = match leaf {
         None => (facts.session_id.clone(), fork),
         Some(leaf) => {
@@ -99,7 +107,7 @@ pub fn run(cli: &Cli, a: &PickArgs) -> CliResult {
             (id, false)
         }
     };
-    let mut cmd = handoff(&id, facts.cwd.as_deref(), fork);
+    let mut cmd = handoff(&id, &dir, fork);
     let err = cmd.exec();
     Err(CliError::Out(std::io::Error::new(
         err.kind(),
@@ -107,9 +115,34 @@ pub fn run(cli: &Cli, a: &PickArgs) -> CliResult {
     )))
 }
 
+/// The folder to run `claude` in: the session's working directory when it exists; else the
+/// current folder if the user says so when asked (the terminal is the picker's), else `None`.
+fn folder_to_resume_in(facts: &SessionFacts) -> Result<Option<PathBuf>, CliError> {
+    if let Some(cwd) = facts.cwd.as_deref().map(Path::new).filter(|p| p.is_dir()) {
+        return Ok(Some(cwd.to_path_buf()));
+    }
+    let here = std::env::current_dir().map_err(CliError::Out)?;
+    let recorded = match facts.cwd.as_deref() {
+        Some(cwd) => format!("was recorded in {cwd}, which no longer exists"),
+        None => "has no recorded folder".to_owned(),
+    };
+    eprint!(
+        "chainlog: session {} {recorded}; Claude Code finds a session by the folder it runs in.\n\
+         Resume it in the current folder {} instead? [y/N] ",
+        facts.session_id,
+        here.display()
+    );
+    let mut answer = String::new();
+    std::io::stdin()
+        .read_line(&mut answer)
+        .map_err(CliError::Out)?;
+    let yes = matches!(answer.trim(), "y" | "Y" | "yes" | "Yes");
+    Ok(yes.then_some(here))
+}
+
 /// The program `claude`, or the one `$CHAINLOG_CLAUDE` names, resuming (or forking) session
-/// `id` in its working directory `cwd` when that still exists.
-fn handoff(id: &str, cwd: Option<&str>, fork: bool) -> Command {
+/// `id` in the folder `dir`.
+fn handoff(id: &str, dir: &Path, fork: bool) -> Command {
     let program = std::env::var_os("CHAINLOG_CLAUDE")
         .filter(|p| !p.is_empty())
         .unwrap_or_else(|| "claude".into());
@@ -118,9 +151,7 @@ fn handoff(id: &str, cwd: Option<&str>, fork: bool) -> Command {
     if fork {
         cmd.arg("--fork-session");
     }
-    if let Some(cwd) = cwd.map(Path::new).filter(|p| p.is_dir()) {
-        cmd.current_dir(cwd);
-    }
+    cmd.current_dir(dir);
     cmd
 }
 
@@ -792,10 +823,10 @@ mod tests {
                 .map(|a| a.to_string_lossy().into_owned())
                 .collect::<Vec<_>>()
         };
-        let cwd = f.cwd.as_deref();
-        assert_eq!(args(&handoff(&f.session_id, cwd, false)), ["--resume", "b"]);
+        let dir = Path::new("/");
+        assert_eq!(args(&handoff(&f.session_id, dir, false)), ["--resume", "b"]);
         assert_eq!(
-            args(&handoff(&f.session_id, cwd, true)),
+            args(&handoff(&f.session_id, dir, true)),
             ["--resume", "b", "--fork-session"]
         );
     }

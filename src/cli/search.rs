@@ -43,10 +43,23 @@ pub fn run(cli: &Cli, a: &SearchArgs, out: &mut impl Write) -> CliResult {
         eprintln!("chainlog: no message matches {:?}", a.query);
         return Ok(ExitCode::from(1));
     }
+    // The command that resumes each hit, runnable as printed: the same claude and index dirs;
+    // `--at` cuts the chosen chain at a message on it, `--leaf` starts from a message on a
+    // branch or of a sub-agent (the chosen chain does not hold it).
+    let mut prefix = vec!["chainlog".to_owned()];
+    for (flag, dir) in [
+        ("--claude-dir", &cli.claude_dir),
+        ("--index-dir", &cli.index_dir),
+    ] {
+        if let Some(d) = dir {
+            prefix.extend([flag.to_owned(), shell_word(&d.to_string_lossy())]);
+        }
+    }
+    let prefix = prefix.join(" ");
     for h in &hits {
         writeln!(
             out,
-            "{}  {}  {:<9} {}  {}\n    {}\n    chainlog resume {} --at {}",
+            "{}  {}  {:<9} {}  {}\n    {}\n    {prefix} resume {} {} {}",
             &h.session_id.chars().take(8).collect::<String>(),
             h.timestamp.as_deref().unwrap_or("-"),
             h.role,
@@ -58,8 +71,23 @@ pub fn run(cli: &Cli, a: &SearchArgs, out: &mut impl Write) -> CliResult {
             h.path.display(),
             super::table::clean(&h.snippet),
             h.session_id,
+            if h.on_chain { "--at" } else { "--leaf" },
             h.uuid,
         )?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `word` as one word of a POSIX shell command: as it is when it holds only characters no shell
+/// treats specially, else single-quoted.
+fn shell_word(word: &str) -> String {
+    let plain = !word.is_empty()
+        && word
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"_-./:=@%+,".contains(&b));
+    if plain {
+        word.to_owned()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
+    }
 }

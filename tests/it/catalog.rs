@@ -1221,11 +1221,12 @@ fn cli_resume_by_id_title_path_and_refusals() {
 }
 
 /// Every verb takes the same targets: a unique id prefix (≥ 4 characters), a title in any case
-/// or a unique part of it; an ambiguous prefix or title lists the candidates and exits 2.
+/// or a unique part of it (≥ 4 characters); an ambiguous or too short prefix or title lists the
+/// candidates and exits 2.
 #[test]
 fn cli_targets_prefixes_and_loose_titles() {
     let fx = CliFixture::new();
-    for (arg, n) in [("00000001", 1), ("00000004", 4), ("ALPHA", 1), ("lph", 1)] {
+    for (arg, n) in [("00000001", 1), ("00000004", 4), ("ALPHA", 1), ("alph", 1)] {
         let o = fx.run(&["resume", arg, "--format", "uuids"]);
         assert!(o.status.success(), "{arg}: {}", stderr(&o));
         assert_eq!(stdout(&o).lines().collect::<Vec<_>>(), fx.uuids(n), "{arg}");
@@ -1241,8 +1242,16 @@ fn cli_targets_prefixes_and_loose_titles() {
         assert!(stderr(&o).contains(fx.id(2)) && stderr(&o).contains(fx.id(3)));
         assert!(stdout(&o).is_empty());
     }
-    // Too short to be a prefix, and no title contains it.
-    assert_eq!(fx.run(&["resume", "000"]).status.code(), Some(1));
+    // Shorter than a prefix may be: never picked by a part of a title or an id (issue #33: `a12`
+    // resumed a session titled "…a12…"), the sessions it could mean are listed, exit 2.
+    for (short, meant) in [("lph", 1), ("000", 2)] {
+        let o = fx.run(&["resume", short]);
+        assert_eq!(o.status.code(), Some(2), "{short}: {}", stderr(&o));
+        assert!(stderr(&o).contains(fx.id(meant)), "{short}: {}", stderr(&o));
+        assert!(stdout(&o).is_empty());
+    }
+    // Short and meaning nothing: no match, exit 1.
+    assert_eq!(fx.run(&["resume", "zq"]).status.code(), Some(1));
 }
 
 #[test]

@@ -147,7 +147,7 @@ fn run_in(cwd: &Path, claude: &Path, args: &[&str]) -> Output {
     };
     let out = drain(Box::new(child.stdout.take().unwrap()));
     let err = drain(Box::new(child.stderr.take().unwrap()));
-    let deadline = Instant::now() + Duration::from_secs(60);
+    let deadline = Instant::now() + Duration::from_mins(1);
     let status = loop {
         if let Some(s) = child.try_wait().unwrap() {
             break s;

@@ -363,12 +363,18 @@ fn start_a_writer(path: &Path, index: &Path, ms: u64) -> Writer {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    // Wait until the child runs the library, then let it work for `ms`.
+    // Wait until the child runs the library, then let it work for `ms`. The guard kills the
+    // child if the wait fails.
     let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
-    let mut first = String::new();
-    let _ = std::io::BufRead::read_line(&mut out, &mut first);
+    let writer = Writer(child);
+    // A child that ran no test (a wrong name) would leave every kill and stop a no-op: wait for
+    // its role's first line (after the harness's `test … ` on the same line).
+    let started = std::io::BufRead::lines(&mut out)
+        .map_while(Result::ok)
+        .any(|l| l.trim_end().ends_with("started"));
+    assert!(started, "the child did not run child_role");
     std::thread::sleep(Duration::from_millis(ms));
-    Writer(child)
+    writer
 }
 
 /// Starts a child rebuilding the index, and kills it with SIGKILL after `ms` ms.

@@ -113,7 +113,7 @@ fn read_acks(child: &mut std::process::Child, want: u64) -> Vec<u64> {
             }
         }
     });
-    let deadline = Instant::now() + Duration::from_secs(60);
+    let deadline = Instant::now() + Duration::from_mins(1);
     let mut acks = Vec::new();
     while (acks.len() as u64) < want && Instant::now() < deadline {
         if let Ok(n) = rx.recv_timeout(Duration::from_millis(100)) {

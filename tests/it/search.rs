@@ -201,3 +201,71 @@ fn cli_search_and_ls_search() {
     assert!(o.stdout.is_empty());
     assert_eq!(run(&["search", "nowhere", "--all"]).status.code(), Some(1));
 }
+
+/// Every command `search` prints runs as printed (issue #33: a hit on a dead branch printed
+/// `resume <id> --at <uuid>`, which refuses a message off the chosen chain): over each vendored
+/// real claude dir (its path holds a space, so the printed `--claude-dir` must be quoted), every
+/// printed command runs in a shell and exits 0 with the conversation up to that message. Hits
+/// off the chosen chain are among them (the test says so), so the `--leaf` form is run too.
+#[test]
+fn every_printed_resume_command_runs_as_printed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bin_dir = Path::new(env!("CARGO_BIN_EXE_chainlog")).parent().unwrap();
+    let path = format!(
+        "{}:{}",
+        bin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let (mut ran, mut off_chain) = (0, 0);
+    for real in std::fs::read_dir(crate::util::real_corpus())
+        .unwrap()
+        .flatten()
+    {
+        if !real.path().join("projects").is_dir() {
+            continue;
+        }
+        let claude = tmp.path().join("a claude dir").join(real.file_name());
+        crate::util::copy_tree(&real.path(), &claude);
+        let index = tmp.path().join("index");
+        for query in ["the", "error", "file"] {
+            let o = Command::new(env!("CARGO_BIN_EXE_chainlog"))
+                .arg("--claude-dir")
+                .arg(&claude)
+                .arg("--index-dir")
+                .arg(&index)
+                .args(["search", query, "--all", "--limit", "200"])
+                .output()
+                .unwrap();
+            let printed = String::from_utf8_lossy(&o.stdout).into_owned();
+            for cmd in printed
+                .lines()
+                .filter_map(|l| l.strip_prefix("    chainlog "))
+            {
+                let cmd = format!("chainlog {cmd} --format uuids");
+                let uuid = cmd.split_whitespace().nth_back(2).unwrap().to_owned();
+                let r = Command::new("sh")
+                    .args(["-c", &cmd])
+                    .env("PATH", &path)
+                    .output()
+                    .unwrap();
+                assert!(
+                    r.status.success(),
+                    "{cmd}: exit {:?}: {}",
+                    r.status,
+                    String::from_utf8_lossy(&r.stderr)
+                );
+                // The conversation printed reaches the hit (tool results spliced after it may
+                // follow).
+                let out = String::from_utf8_lossy(&r.stdout);
+                assert!(out.lines().any(|l| l == uuid), "{cmd}: {out}");
+                ran += 1;
+                off_chain += usize::from(cmd.contains(" --leaf "));
+            }
+        }
+    }
+    assert!(ran > 0, "no command was printed");
+    assert!(
+        off_chain > 0,
+        "no hit off the chosen chain: the --leaf form went untried"
+    );
+}

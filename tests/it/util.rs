@@ -122,7 +122,7 @@ pub fn shorts<S: AsRef<str>>(uuids: &[S]) -> Vec<String> {
 /// Sets a file's modification time to an hour ago: chainlog re-reads a file modified just
 /// before it was last read (the racy-mtime rule), so tests of cache hits age their files.
 pub fn age(path: &Path) {
-    let hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+    let hour_ago = std::time::SystemTime::now() - std::time::Duration::from_hours(1);
     std::fs::File::options()
         .write(true)
         .open(path)

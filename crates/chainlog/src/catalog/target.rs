@@ -11,6 +11,11 @@
 //! | an inline (1.0.x) agent id (`<id>` or `agent-<id>`) | an agent inside a session file | the inline agents of listed sessions that have some |
 //! | any text | a title: exact, then any case, then a unique substring (any case) | comparing listed titles |
 //!
+//! A text shorter than [`MIN_PREFIX`] that is no whole title never picks a session by a part of
+//! its title: the sessions whose title contains it or whose id starts with it are listed instead
+//! ([`Error::Ambiguous`], exit 2), so `resume a12` never silently resumes a session titled
+//! "data123".
+//!
 //! Several sessions matching one step is [`Error::Ambiguous`] with the candidates (exit 2).
 //!
 //! Ids are never paths: an id is only compared with names read from directory listings, and
@@ -340,8 +345,36 @@ fn by_title(scope: &Scope, title: &str, facts: &mut FactsFn<'_>) -> Result<Optio
         [&|t| t == title, &|t| t.to_lowercase() == lower, &|t| {
             t.to_lowercase().contains(&lower)
         }];
-    for rule in rules {
+    for (i, rule) in rules.into_iter().enumerate() {
         let matches: Vec<_> = listed.iter().filter(|f| rule(&f.title)).collect();
+        // A part of a title shorter than an id prefix may have been meant as one (`a12`): it
+        // never wins alone; the sessions it could mean are listed (exit 2).
+        if i == 2 && title.chars().count() < MIN_PREFIX {
+            let id_like: Vec<_> = listed
+                .iter()
+                .filter(|f| {
+                    f.session_id
+                        .get(..title.len())
+                        .is_some_and(|head| head.eq_ignore_ascii_case(title))
+                })
+                .collect();
+            let mut candidates: Vec<String> = matches
+                .iter()
+                .chain(&id_like)
+                .map(|f| format!("{}  {}  {}", f.session_id, f.title, f.path.display()))
+                .collect();
+            candidates.sort();
+            candidates.dedup();
+            if candidates.is_empty() {
+                return Ok(None);
+            }
+            return Err(Error::Ambiguous {
+                what: format!(
+                    "{title:?} (shorter than {MIN_PREFIX} characters: a part of a title or of an id)"
+                ),
+                candidates,
+            });
+        }
         match matches.as_slice() {
             [] => {}
             [f] => {
