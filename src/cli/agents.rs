@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use chainlog::Error;
 use chainlog::Target;
 
-use super::{Cli, CliResult, write_json};
+use super::{Cli, CliResult, write_json_row};
 
 #[derive(Debug, clap::Args)]
 pub struct AgentsArgs {
@@ -41,7 +41,7 @@ pub fn run(cli: &Cli, a: &AgentsArgs, out: &mut impl Write) -> CliResult {
     };
     if cli.json {
         for ag in &agents {
-            write_json(out, &serde_json::to_value(ag).unwrap_or_default())?;
+            write_json_row(out, serde_json::to_value(ag).unwrap_or_default())?;
         }
         return Ok(ExitCode::SUCCESS);
     }

@@ -10,7 +10,7 @@ use chainlog::reference::{View, leaf_report, leaf_report_full};
 use chainlog::{Store, Target};
 use serde_json::json;
 
-use super::{Cli, CliResult, report_problems, scan_path, write_json};
+use super::{Cli, CliResult, report_problems, scan_path, write_json_row};
 
 #[derive(Debug, clap::Args)]
 pub struct LeavesArgs {
@@ -70,9 +70,9 @@ pub fn run(cli: &Cli, a: &LeavesArgs, out: &mut impl Write) -> CliResult {
     let rule = res.leaf.map(|(_, r)| r);
     if cli.json {
         for l in &report {
-            write_json(
+            write_json_row(
                 out,
-                &json!({
+                json!({
                     "uuid": t.names.name(l.uuid),
                     "type": l.kind.as_str(),
                     "timestamp": format_ms(l.timestamp),

@@ -61,13 +61,13 @@ pub fn run(cli: &Cli, a: &LsArgs, out: &mut impl Write) -> CliResult {
     let chainlog::Listing {
         mut sessions,
         skipped,
-    } = super::store(cli)?.sessions(&opts)?;
+    } = super::reading_store(cli)?.sessions(&opts)?;
     super::report_skipped(&skipped);
     if !a.include_empty {
         sessions.retain(|f| f.message_count > 0);
     }
     if cli.json {
-        SessionFacts::write_listing_json_all(&sessions, out, LS_JSON_SCHEMA)?;
+        SessionFacts::write_listing_json_all(&sessions, out, super::JSON_SCHEMA)?;
         return Ok(ExitCode::SUCCESS);
     }
     if sessions.is_empty() {
@@ -136,9 +136,6 @@ fn print_table(out: &mut impl Write, a: &LsArgs, sessions: &[SessionFacts]) -> s
         .collect();
     table::print(out, Style::stdout(), &columns, &rows)
 }
-
-/// The `schema` field of every `ls --json` object (bumped when a field changes meaning).
-pub const LS_JSON_SCHEMA: u32 = 1;
 
 /// An RFC 3339 time as "5m ago" (or its date when older than 30 days).
 pub(super) fn relative(t: &str, now_ms: i64) -> String {

@@ -181,7 +181,7 @@ pub fn main() -> ExitCode {
             if cli.json {
                 // Scripts read errors the way they read answers: one JSON object (stderr).
                 let v = serde_json::json!({
-                    "schema": ERROR_JSON_SCHEMA,
+                    "schema": JSON_SCHEMA,
                     "error": e.to_string(),
                     "exitCode": e.exit_code(),
                 });
@@ -198,9 +198,6 @@ pub fn main() -> ExitCode {
         }
     }
 }
-
-/// The `schema` of the error object printed on stderr under `--json`.
-pub const ERROR_JSON_SCHEMA: u32 = 1;
 
 /// What a verb can fail with.
 pub enum CliError {
@@ -247,6 +244,22 @@ pub fn target(
     arg: &str,
 ) -> Result<chainlog::Target, chainlog::Error> {
     store(cli)?.target(project, arg)
+}
+
+/// The store of a command that reads sessions: a `--claude-dir` that does not exist is an
+/// error (exit 1) rather than an empty listing, so a mistyped folder is not taken for one
+/// without sessions.
+pub fn reading_store(cli: &Cli) -> Result<chainlog::Store, chainlog::Error> {
+    if let Some(dir) = cli.claude_dir.as_deref().filter(|d| !d.exists()) {
+        return Err(chainlog::Error::io(
+            dir,
+            std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                "no such folder (given as --claude-dir)",
+            ),
+        ));
+    }
+    store(cli)
 }
 
 /// The store: `--claude-dir` (else the default claude dir) and `--index-dir` (else the
@@ -321,6 +334,18 @@ pub fn report_skipped(skipped: &[chainlog::Error]) {
 }
 
 /// Writes `value` as one JSON line.
+/// The version of the `--json` rows of `ls`, `search`, `leaves`, `agents` and errors: each row
+/// carries it as `"schema"`, raised when a field changes meaning or goes away.
+pub const JSON_SCHEMA: u32 = 1;
+
+/// Writes `value`, an object, as one `--json` row carrying [`JSON_SCHEMA`].
+pub fn write_json_row(out: &mut impl Write, mut value: serde_json::Value) -> std::io::Result<()> {
+    if let Some(o) = value.as_object_mut() {
+        o.insert("schema".into(), JSON_SCHEMA.into());
+    }
+    write_json(out, &value)
+}
+
 pub fn write_json(out: &mut impl Write, value: &serde_json::Value) -> std::io::Result<()> {
     serde_json::to_writer(&mut *out, value)?;
     out.write_all(b"\n")

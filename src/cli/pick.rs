@@ -68,6 +68,10 @@ const IDLE: Duration = Duration::from_secs(1);
 pub struct PickArgs {
     #[command(flatten)]
     pub scope: super::Scope,
+    /// Print the chosen session's id instead of running `claude` (for scripts); a branch that
+    /// is not the active one is copied into a new session first, whose id is printed.
+    #[arg(long)]
+    pub print: bool,
 }
 
 pub fn run(cli: &Cli, a: &PickArgs) -> CliResult {
@@ -76,7 +80,7 @@ pub fn run(cli: &Cli, a: &PickArgs) -> CliResult {
             "pick needs a terminal (use `chainlog ls` in scripts)",
         )));
     }
-    let store = super::store(cli)?;
+    let store = super::reading_store(cli)?;
     let mut picker = Picker::new(a.scope.project.clone(), a.scope.all);
     // The first listing is loaded before the screen is taken, so its errors print as usual.
     picker.load(&store)?;
@@ -93,6 +97,14 @@ pub fn run(cli: &Cli, a: &PickArgs) -> CliResult {
     let Some((facts, fork, leaf)) = chosen? else {
         return Ok(ExitCode::SUCCESS);
     };
+    if a.print {
+        let id = match leaf {
+            None => facts.session_id.clone(),
+            Some(leaf) => store.fork(&facts.path, Some(&leaf))?,
+        };
+        println!("{id}");
+        return Ok(ExitCode::SUCCESS);
+    }
     // Claude Code finds a session by the folder it runs in: never hand off elsewhere unasked.
     let Some(dir) = folder_to_resume_in(&facts)? else {
         eprintln!("chainlog: not resumed");

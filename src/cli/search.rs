@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use chainlog::search::SearchOptions;
 
-use super::{Cli, CliResult, write_json};
+use super::{Cli, CliResult};
 
 #[derive(Debug, clap::Args)]
 pub struct SearchArgs {
@@ -19,23 +19,16 @@ pub struct SearchArgs {
     pub limit: usize,
 }
 
-/// The `schema` of `search --json` objects.
-pub const SEARCH_JSON_SCHEMA: u32 = 1;
-
 pub fn run(cli: &Cli, a: &SearchArgs, out: &mut impl Write) -> CliResult {
     let opts = SearchOptions {
         project: a.scope.project.clone(),
         all: a.scope.all,
         limit: a.limit,
     };
-    let hits = super::store(cli)?.search(&a.query, &opts)?;
+    let hits = super::reading_store(cli)?.search(&a.query, &opts)?;
     if cli.json {
         for h in &hits {
-            let mut v = serde_json::to_value(h).unwrap_or_default();
-            if let Some(o) = v.as_object_mut() {
-                o.insert("schema".into(), SEARCH_JSON_SCHEMA.into());
-            }
-            write_json(out, &v)?;
+            super::write_json_row(out, serde_json::to_value(h).unwrap_or_default())?;
         }
         return Ok(ExitCode::SUCCESS);
     }

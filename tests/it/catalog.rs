@@ -1236,6 +1236,11 @@ fn cli_targets_prefixes_and_loose_titles() {
     assert!(o.status.success(), "{}", stderr(&o));
     let last = fx.uuids(2).pop().unwrap();
     assert!(stdout(&o).contains(&last), "{}", stdout(&o));
+    // Every `--json` row names its schema, as `ls` and `search` rows do.
+    for row in stdout(&o).lines() {
+        let row: serde_json::Value = serde_json::from_str(row).unwrap();
+        assert_eq!(row["schema"], 1, "{row}");
+    }
     for ambiguous in ["0000", "twin"] {
         let o = fx.run(&["resume", ambiguous]);
         assert_eq!(o.status.code(), Some(2), "{ambiguous}: {}", stderr(&o));
@@ -1278,6 +1283,7 @@ fn cli_agents_and_resume_of_an_agent() {
     let rows = json_lines(&fx.run(&["--json", "agents", &s1]));
     assert_eq!(rows.len(), 1);
     assert_eq!(rows[0]["agentId"], "a77");
+    assert_eq!(rows[0]["schema"], 1);
     assert_eq!(rows[0]["agentType"], "general-purpose");
     assert_eq!(rows[0]["description"], "Dig");
     assert_eq!(rows[0]["layout"], "subagents");
@@ -1320,4 +1326,28 @@ fn cli_completions_man_and_json_errors() {
     assert_eq!(err["exitCode"], 1);
     assert!(err["error"].as_str().unwrap().contains("no such title"));
     assert!(stdout(&o).is_empty());
+}
+
+/// A `--claude-dir` that does not exist is an error naming it (exit 1), not an empty listing
+/// (issue #33: `ls` said "no sessions", exit 0, for a mistyped folder).
+#[test]
+fn a_missing_claude_dir_is_an_error_not_an_empty_listing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let missing = tmp.path().join("no-such-claude");
+    let missing = missing.to_str().unwrap();
+    for args in [
+        &["--claude-dir", missing, "ls", "--all"][..],
+        &["--claude-dir", missing, "search", "x", "--all"][..],
+    ] {
+        let o = crate::util::chainlog(args);
+        assert_eq!(o.status.code(), Some(1), "{args:?}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            err.contains(missing) && err.contains("no such folder"),
+            "{err}"
+        );
+    }
+    // An existing folder without sessions is still an empty listing.
+    let o = crate::util::chainlog(&["--claude-dir", tmp.path().to_str().unwrap(), "ls", "--all"]);
+    assert_eq!(o.status.code(), Some(0));
 }

@@ -315,6 +315,27 @@ fn a_session_whose_folder_is_gone_is_resumed_elsewhere_only_when_the_user_says_s
     }
 }
 
+/// `pick --print` prints the chosen id for a script and runs nothing.
+#[test]
+fn print_prints_the_chosen_id_and_runs_no_claude() {
+    if !have_tmux() {
+        return;
+    }
+    let f = Fixture::new();
+    let t = Tmux::start_with(&f, "print", "--all --print");
+    t.wait_for("the three sessions", |s| {
+        SESSIONS.iter().all(|(_, title, _)| s.contains(title))
+    });
+    t.type_text("ZEBRA m");
+    t.wait_for("the filter to leave one session", |s| {
+        !s.contains("Alpha refactor")
+    });
+    t.key("Enter");
+    let s = t.wait_for("the picker to end", |s| s.contains("[exit 0]"));
+    assert!(s.contains(SESSIONS[1].0), "{s}");
+    assert!(!f.out().exists(), "claude ran although --print was given");
+}
+
 #[test]
 fn ctrl_f_forks_the_filtered_session() {
     if !have_tmux() {

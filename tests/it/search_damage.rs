@@ -43,7 +43,8 @@ fn hits(claude: &Path, index: &Path) -> (Output, Vec<String>) {
         index,
         &["search", QUERY, "--all", "--limit", "100000"],
     );
-    let text = String::from_utf8_lossy(&o.stdout).into_owned();
+    // The printed commands name the index folder, which differs between the compared runs.
+    let text = String::from_utf8_lossy(&o.stdout).replace(&*index.to_string_lossy(), "INDEX");
     let lines: Vec<&str> = text.lines().collect();
     let mut blocks: Vec<String> = lines.chunks(3).map(|c| c.join("\n")).collect();
     blocks.sort();
