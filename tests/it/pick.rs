@@ -236,7 +236,12 @@ fn have_tmux() -> bool {
 /// Starts the picker, waits for all three sessions, filters down to the zebra one and checks
 /// the list and the preview.
 fn filtered_to_zebra(f: &Fixture, case: &str) -> Tmux {
-    let t = Tmux::start(f, case);
+    filtered_to_zebra_with(f, case, "--all")
+}
+
+/// [`filtered_to_zebra`] of `chainlog pick ARGS`.
+fn filtered_to_zebra_with(f: &Fixture, case: &str, args: &str) -> Tmux {
+    let t = Tmux::start_with(f, case, args);
     t.wait_for("the three sessions", |s| {
         SESSIONS.iter().all(|(_, title, _)| s.contains(title))
     });
@@ -322,14 +327,7 @@ fn print_prints_the_chosen_id_and_runs_no_claude() {
         return;
     }
     let f = Fixture::new();
-    let t = Tmux::start_with(&f, "print", "--all --print");
-    t.wait_for("the three sessions", |s| {
-        SESSIONS.iter().all(|(_, title, _)| s.contains(title))
-    });
-    t.type_text("ZEBRA m");
-    t.wait_for("the filter to leave one session", |s| {
-        !s.contains("Alpha refactor")
-    });
+    let t = filtered_to_zebra_with(&f, "print", "--all --print");
     t.key("Enter");
     let s = t.wait_for("the picker to end", |s| s.contains("[exit 0]"));
     assert!(s.contains(SESSIONS[1].0), "{s}");
