@@ -333,7 +333,6 @@ pub fn report_skipped(skipped: &[chainlog::Error]) {
     }
 }
 
-/// Writes `value` as one JSON line.
 /// The version of the `--json` rows of `ls`, `search`, `leaves`, `agents` and errors: each row
 /// carries it as `"schema"`, raised when a field changes meaning or goes away.
 pub const JSON_SCHEMA: u32 = 1;
@@ -346,6 +345,7 @@ pub fn write_json_row(out: &mut impl Write, mut value: serde_json::Value) -> std
     write_json(out, &value)
 }
 
+/// Writes `value` as one JSON line.
 pub fn write_json(out: &mut impl Write, value: &serde_json::Value) -> std::io::Result<()> {
     serde_json::to_writer(&mut *out, value)?;
     out.write_all(b"\n")

@@ -241,10 +241,7 @@ fn by_id_prefix(dirs: &[ProjectDir], prefix: &str) -> Result<Option<Target>> {
     let mut found = Vec::new();
     for d in dirs {
         for path in list_project(&d.path)?.sessions {
-            let matches = discover::session_id_of(&path).is_some_and(|s| {
-                s.get(..prefix.len())
-                    .is_some_and(|head| head.eq_ignore_ascii_case(prefix))
-            });
+            let matches = discover::session_id_of(&path).is_some_and(|s| starts_with_id(s, prefix));
             if matches {
                 found.push(path);
             }
@@ -352,16 +349,12 @@ fn by_title(scope: &Scope, title: &str, facts: &mut FactsFn<'_>) -> Result<Optio
         if i == 2 && title.chars().count() < MIN_PREFIX {
             let id_like: Vec<_> = listed
                 .iter()
-                .filter(|f| {
-                    f.session_id
-                        .get(..title.len())
-                        .is_some_and(|head| head.eq_ignore_ascii_case(title))
-                })
+                .filter(|f| starts_with_id(&f.session_id, title))
                 .collect();
             let mut candidates: Vec<String> = matches
                 .iter()
                 .chain(&id_like)
-                .map(|f| format!("{}  {}  {}", f.session_id, f.title, f.path.display()))
+                .map(|f| candidate(f))
                 .collect();
             candidates.sort();
             candidates.dedup();
@@ -386,15 +379,23 @@ fn by_title(scope: &Scope, title: &str, facts: &mut FactsFn<'_>) -> Result<Optio
             _ => {
                 return Err(Error::Ambiguous {
                     what: format!("title {title:?}"),
-                    candidates: matches
-                        .iter()
-                        .map(|f| format!("{}  {}  {}", f.session_id, f.title, f.path.display()))
-                        .collect(),
+                    candidates: matches.iter().map(|f| candidate(f)).collect(),
                 });
             }
         }
     }
     Ok(None)
+}
+
+/// Whether session id `id` starts with `prefix` (any case).
+fn starts_with_id(id: &str, prefix: &str) -> bool {
+    id.get(..prefix.len())
+        .is_some_and(|head| head.eq_ignore_ascii_case(prefix))
+}
+
+/// A listed session as a line of an ambiguity error: id, title, path.
+fn candidate(f: &super::SessionFacts) -> String {
+    format!("{}  {}  {}", f.session_id, f.title, f.path.display())
 }
 
 /// Zero, one, or an ambiguity error listing the paths.
