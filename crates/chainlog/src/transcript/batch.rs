@@ -449,6 +449,26 @@ pub fn settle_path(path: &Path) -> Result<Settled> {
     settle(&folder, name, &mut file, true)
 }
 
+/// Leaves the journal a writer killed after writing it (before the transcript) leaves: batch
+/// `bytes` for the transcript at `path`, which was `start` bytes long when the batch began.
+#[cfg(test)]
+pub(crate) fn leave_journal(path: &Path, start: u64, bytes: &[u8]) {
+    let trailer = Trailer {
+        start,
+        len: bytes.len() as u64,
+        xxh3: xxh3_64(bytes),
+    };
+    let mut journal = bytes.to_vec();
+    journal.extend_from_slice(&serde_json::to_vec(&trailer).expect("a trailer serialises"));
+    journal.push(b'\n');
+    let name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .expect("a file name");
+    std::fs::write(path.with_file_name(journal_name(name)), &journal)
+        .expect("the journal is written");
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -473,17 +493,8 @@ mod tests {
         b.commit(&folder, &mut tempfile::tempfile().unwrap(), false)
             .unwrap();
         assert!(folder.stat(&jname).unwrap().is_none());
-        // The journal as a writer killed after writing it leaves it.
         let bytes = batch.concat();
-        let trailer = Trailer {
-            start: before.len() as u64,
-            len: bytes.len() as u64,
-            xxh3: xxh3_64(&bytes),
-        };
-        let mut journal = bytes.clone();
-        journal.extend_from_slice(&serde_json::to_vec(&trailer).unwrap());
-        journal.push(b'\n');
-        std::fs::write(tmp.path().join(&jname), &journal).unwrap();
+        leave_journal(&tmp.path().join("s.jsonl"), before.len() as u64, &bytes);
         let mut file = std::fs::File::create(tmp.path().join("s.jsonl")).unwrap();
         file.write_all(before).unwrap();
         file.write_all(&state(&bytes)).unwrap();

@@ -446,3 +446,71 @@ fn write_new_file(
         None => Ok(()),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn uuids_and_parents(path: &Path) -> Vec<(String, Option<String>)> {
+        std::fs::read_to_string(path)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .filter(|v| v.get("uuid").is_some())
+            .map(|v| {
+                let s = |k: &str| v[k].as_str().map(str::to_owned);
+                (s("uuid").unwrap(), s("parentUuid"))
+            })
+            .collect()
+    }
+
+    /// A batch a killed writer journalled but never appended is settled when the next writer
+    /// opens the session, not at its first flush: a line Claude Code appends in between comes
+    /// after the batch, and the writer's next message follows that line.
+    #[test]
+    fn a_writer_settles_a_killed_batch_when_it_opens() {
+        let tmp = tempfile::tempdir().unwrap();
+        let project = tmp.path().join("claude/projects/-p");
+        std::fs::create_dir_all(&project).unwrap();
+        let sidecars = Sidecars::new(tmp.path().join("index"));
+        let sid = "5e771ed0-0000-4000-8000-000000000001";
+        let path = project.join(format!("{sid}.jsonl"));
+        let mut opts = WriterOptions::new("/p");
+        opts.fsync = false;
+        let user =
+            |text: &str| json!({"type": "user", "message": {"role": "user", "content": text}});
+        let line = |uuid: &str, parent: &str| {
+            format!(
+                "{{\"parentUuid\":\"{parent}\",\"isSidechain\":false,\"type\":\"user\",\"message\":{{\"role\":\"user\",\"content\":\"x\"}},\"uuid\":\"{uuid}\",\"timestamp\":\"2026-01-01T00:00:00.000Z\",\"sessionId\":\"{sid}\"}}\n"
+            )
+        };
+
+        let mut w = SessionWriter::open(&sidecars, &project, sid, opts.clone()).unwrap();
+        let first = w.append(user("first")).unwrap().unwrap();
+        w.close().unwrap();
+        let killed = "6b1e0000-0000-4000-8000-00000000000a";
+        let start = std::fs::metadata(&path).unwrap().len();
+        crate::transcript::batch::leave_journal(&path, start, line(killed, &first).as_bytes());
+
+        let mut w = SessionWriter::open(&sidecars, &project, sid, opts).unwrap();
+        let foreign = "f0e10000-0000-4000-8000-00000000000b";
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap();
+        std::io::Write::write_all(&mut f, line(foreign, killed).as_bytes()).unwrap();
+        let ours = w.append(user("ours")).unwrap().unwrap();
+        w.close().unwrap();
+
+        assert_eq!(
+            uuids_and_parents(&path),
+            [
+                (first.clone(), None),
+                (killed.to_owned(), Some(first)),
+                (foreign.to_owned(), Some(killed.to_owned())),
+                (ours, Some(foreign.to_owned())),
+            ]
+        );
+    }
+}

@@ -34,7 +34,7 @@ use crate::error::{Error, Result};
 use crate::id::Id;
 use crate::index::Sidecars;
 use crate::index::read::lookup::IndexedFile;
-use crate::transcript::batch::{Batch, settle};
+use crate::transcript::batch::{Batch, journal_name, settle};
 use crate::transcript::folder::Folder;
 
 /// How long a torn last line written by someone else is waited for before it is fenced off.
@@ -318,6 +318,14 @@ impl Sink {
         let Some(folder) = self.folder(false)? else {
             return Ok(());
         };
+        // A batch a killed writer left is settled first, so that the cursor starts after it
+        // (settled at the first flush instead, it would land after whatever was appended
+        // meanwhile, behind this writer's back).
+        if folder.stat(&journal_name(&self.name))?.is_some()
+            && let Some(mut file) = folder.open_locked(&self.name, false)?
+        {
+            settle(&folder, &self.name, &mut file, true)?;
+        }
         let Some(file) = folder.open_read(&self.name)? else {
             return Ok(());
         };
