@@ -12,6 +12,7 @@ mod pick;
 mod progress;
 mod resume;
 mod search;
+mod sync;
 mod table;
 mod write;
 
@@ -67,6 +68,9 @@ pub enum Command {
     Search(search::SearchArgs),
     /// Write a session as Markdown, self-contained HTML or JSONL.
     Export(export::ExportArgs),
+    /// Push this machine's sessions to S3-compatible storage or a folder and pull the other
+    /// machines' (sessions on every machine).
+    Sync(sync::SyncArgs),
     /// Write a generated transcript (for demos, tests and benchmarks).
     Gen(GenArgs),
     /// Append JSONL entries from stdin to a session; prints the uuids written.
@@ -150,6 +154,7 @@ pub fn main() -> ExitCode {
         Command::Verify(a) => index_cmd::run(&cli, a, index_cmd::Verb::Verify, &mut out),
         Command::Export(a) => export::run(&cli, a, &mut out),
         Command::Search(a) => search::run(&cli, a, &mut out),
+        Command::Sync(a) => sync::run(&cli, a, &mut out),
         Command::Gen(a) => gen_cmd(a),
         Command::Append(a) => write::append(&cli, a, &mut out),
         Command::Fork(a) => write::fork(&cli, a, &mut out),

@@ -33,6 +33,7 @@ mod resume_api;
 mod robustness;
 mod search;
 mod search_damage;
+mod sync;
 mod tty;
 mod writer;
 mod writer_processes;

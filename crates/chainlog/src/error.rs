@@ -133,6 +133,14 @@ pub enum Error {
         /// Why.
         reason: String,
     },
+    /// The sync remote failed, or holds what this machine cannot use.
+    #[error("remote {remote}: {fault}")]
+    Remote {
+        /// The remote as given (`s3://…`, `file://…`).
+        remote: String,
+        /// What went wrong.
+        fault: RemoteFault,
+    },
     /// The index sidecar failed; `source` says whether it is damage or a storage failure.
     #[error("index {}: {source}", path.display())]
     Index {
@@ -141,6 +149,30 @@ pub enum Error {
         /// What went wrong.
         source: IndexFault,
     },
+}
+
+/// Why a sync remote could not be used.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RemoteFault {
+    /// Not a remote chainlog can reach.
+    #[error("{0}")]
+    BadUrl(String),
+    /// The object store answered with an error (after its retries).
+    #[error(transparent)]
+    Store(Box<dyn std::error::Error + Send + Sync>),
+    /// The remote's objects are encrypted and no key was given.
+    #[error("its objects are encrypted: give the key with --key-file")]
+    NeedsKey,
+    /// The key given does not open the remote's objects.
+    #[error("the key does not open its objects (another key wrote them)")]
+    WrongKey,
+    /// A key was given but the remote holds plaintext.
+    #[error("it holds plaintext objects; a key cannot be added to a remote already in use")]
+    Plaintext,
+    /// An object that is not what its name says.
+    #[error("damaged object: {0}")]
+    Damaged(&'static str),
 }
 
 impl Error {

@@ -56,6 +56,8 @@ mod resume;
 #[cfg(feature = "search")]
 pub mod search;
 mod store;
+#[cfg(feature = "sync")]
+mod sync;
 #[cfg(test)]
 mod testing;
 mod transcript;
@@ -66,7 +68,7 @@ pub use catalog::indexed::Agents;
 pub use catalog::paths::claude_dir;
 pub use catalog::{AgentInfo, ListOptions, SessionFacts, SortBy, Target};
 pub use chain::{ChainBreak, LeafRule, Resolution};
-pub use error::{Error, Position, Result};
+pub use error::{Error, Position, RemoteFault, Result};
 pub use id::Id;
 pub use index::write::ingest::CatchUp;
 pub use index::{Answer, BAD_LINES_KEPT, Source};
@@ -75,6 +77,8 @@ pub use resume::message::{Block, Message, Role};
 pub use store::Store;
 pub use store::conversation::{Conversation, Pending, ResumeOptions};
 pub use store::listing::{Listing, ListingRows};
+#[cfg(feature = "sync")]
+pub use sync::{ForkNote, SyncOptions, SyncReport, SyncScope};
 pub use writer::{SessionWriter, WriterOptions};
 
 /// Finding sessions without a [`Store`]: claude dirs, project keys, discovery of project

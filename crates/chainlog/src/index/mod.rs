@@ -169,6 +169,11 @@ impl Sidecars {
             .join("chainlog")
     }
 
+    /// The folder the sidecars are kept in.
+    pub fn index_dir(&self) -> &Path {
+        &self.index_dir
+    }
+
     /// The sidecar that indexes `transcript`: one per project directory (the folder under
     /// `projects/`, or the transcript's folder).
     pub fn db_path(&self, transcript: &Path) -> PathBuf {

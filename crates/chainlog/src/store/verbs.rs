@@ -13,6 +13,14 @@ use crate::export::{Document, ExportOptions};
 use crate::writer::{SessionWriter, WriterOptions};
 
 impl Store {
+    /// Pushes this machine's sessions in `opts.scope` to `remote` (`s3://bucket/prefix` or
+    /// `file:///path`) and pulls every other machine's (SPEC C1). Idempotent: a second sync
+    /// with nothing new sends nothing.
+    #[cfg(feature = "sync")]
+    pub fn sync(&self, remote: &str, opts: &crate::SyncOptions) -> Result<crate::SyncReport> {
+        crate::sync::sync(self.sidecars(), &self.claude_dir()?, remote, opts)
+    }
+
     /// A writer for session `session_id` in the project folder `project_dir`
     /// (`<claude>/projects/<key>`). The session id must not be a path.
     pub fn writer(

@@ -106,8 +106,7 @@ fn source_session_id(source: &Path) -> Result<String> {
         .ok_or_else(|| Error::NotFound(format!("{}: not a session file", source.display())))
 }
 
-fn new_writer(store: &Sidecars, source: &Path, cwd: &str) -> Result<SessionWriter> {
-    let dir = source.parent().unwrap_or(Path::new("."));
+fn new_writer(store: &Sidecars, dir: &Path, cwd: &str) -> Result<SessionWriter> {
     let sid = uuid::Uuid::new_v4().to_string();
     SessionWriter::open(store, dir, &sid, WriterOptions::new(cwd))
 }
@@ -123,10 +122,22 @@ fn cwd_of(entries: &[serde_json::Map<String, Value>]) -> String {
 /// Writes a new session holding `source`'s resume view (cut after `at`) the way
 /// `--fork-session` does (format.md §A8). Returns the new session id.
 pub(crate) fn fork(store: &Sidecars, source: &Path, at: Option<&str>) -> Result<String> {
+    fork_to(store, source, at, source.parent().unwrap_or(Path::new(".")))
+}
+
+/// [`fork`] of the whole resume view into the project folder `dest` (sync keeps another
+/// machine's continuation this way; `source` is a copy outside the claude dir, indexed in
+/// `store`, and the new session is written in `dest` with the writer's own index catch-up
+/// left to the next reader).
+pub(crate) fn fork_into(store: &Sidecars, source: &Path, dest: &Path) -> Result<String> {
+    fork_to(store, source, None, dest)
+}
+
+fn fork_to(store: &Sidecars, source: &Path, at: Option<&str>, dest: &Path) -> Result<String> {
     let src_sid = source_session_id(source)?;
     let entries = view(store, source, at)?;
     let (title, replacements) = session_metadata(source, &src_sid)?;
-    let mut w = new_writer(store, source, &cwd_of(&entries))?;
+    let mut w = new_writer(store, dest, &cwd_of(&entries))?;
     let mut batch: Vec<Value> = Vec::new();
     if let Some(t) = title {
         batch.push(json!({"type": "custom-title", "customTitle": t}));
@@ -158,7 +169,11 @@ pub(crate) fn branch(store: &Sidecars, source: &Path, name: Option<&str>) -> Res
     let src_sid = source_session_id(source)?;
     let entries = view(store, source, None)?;
     let (_, replacements) = session_metadata(source, &src_sid)?;
-    let mut w = new_writer(store, source, &cwd_of(&entries))?;
+    let mut w = new_writer(
+        store,
+        source.parent().unwrap_or(Path::new(".")),
+        &cwd_of(&entries),
+    )?;
     let mut batch: Vec<Value> = Vec::new();
     let combined: Vec<Value> = replacements
         .iter()

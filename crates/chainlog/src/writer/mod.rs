@@ -37,6 +37,7 @@ mod tombstone;
 
 pub use git::git_branch;
 pub use restate::CLIENT_TAIL_WINDOW;
+pub(crate) use shape::is_message_type;
 pub use tombstone::TAIL_WINDOW;
 
 use std::collections::BTreeMap;
@@ -47,7 +48,7 @@ use serde_json::{Map, Value};
 use crate::error::{Error, Result, check_id};
 use crate::index::Sidecars;
 use restate::Carried;
-use shape::{Stamp, is_message_type};
+use shape::Stamp;
 use sink::{Pending, Sink};
 
 /// The Claude Code version whose shape the writer writes (format.md §A8), stamped as `version`

@@ -1,0 +1,274 @@
+//! `chainlog sync`: sessions on every machine through S3-compatible object storage or a
+//! shared folder (SPEC C1).
+//!
+//! # Design
+//! - **The remote is an append-only log of immutable objects** ([`format`]): what a transcript
+//!   grew by goes up as a segment (zstd, optionally encrypted: [`seal`]) named by its chain
+//!   hash, each naming the one before it; a small manifest delta per push says which files
+//!   changed. Each machine writes only below its own id: no locks, no conditional writes, and
+//!   a store that lists late only delays what a machine sees.
+//! - **Push** ([`push`]) sends the bytes each file grew by since the last sync (complete lines
+//!   only), after checking the last synced segment is still in the file.
+//! - **Pull** ([`pull`]) appends another machine's segments to the local file when the local
+//!   file ends where they continue; when both machines continued a session, the other's
+//!   continuation becomes a session of its own (a fork), and the sync report says so. Nothing
+//!   chainlog did not write is truncated or rewritten.
+//! - **Places** ([`place`]): a project maps by its git origin, else by `--map FROM=TO`, else by
+//!   its folder name.
+//! - **State** ([`state`]): one file per remote in the index folder.
+//! - The local index catches up by tailing, as after any append.
+
+mod format;
+mod place;
+mod pull;
+mod push;
+mod remote;
+mod seal;
+mod state;
+
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, RemoteFault, Result};
+use crate::index::Sidecars;
+
+use format::{FORMAT, MARKER, Marker};
+use place::Placer;
+use remote::Remote;
+use seal::Seal;
+use state::State;
+
+/// Which projects a sync covers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SyncScope {
+    /// Every project.
+    All,
+    /// One project: a working directory, a project folder or a project key (as `ls
+    /// --project`); it need not exist here yet.
+    Project(PathBuf),
+}
+
+/// A scope resolved to project folder names (`None`: all).
+#[derive(Debug, Clone)]
+struct Keys(Option<Vec<String>>);
+
+impl Keys {
+    fn resolve(claude_dir: &Path, scope: &SyncScope) -> Result<Keys> {
+        let SyncScope::Project(given) = scope else {
+            return Ok(Keys(None));
+        };
+        let found = crate::catalog::list::resolve_scope(claude_dir, Some(given), false)?;
+        let mut keys: Vec<String> = found.dirs.iter().map(|d| d.key.clone()).collect();
+        if let Some(cwd) = &found.cwd {
+            keys.push(crate::catalog::paths::project_key(cwd));
+        }
+        Ok(Keys(Some(keys)))
+    }
+
+    fn includes(&self, key: &str) -> bool {
+        self.0
+            .as_ref()
+            .is_none_or(|keys| keys.iter().any(|k| k == key))
+    }
+}
+
+/// How to sync.
+#[derive(Debug, Clone)]
+pub struct SyncOptions {
+    /// The projects.
+    pub scope: SyncScope,
+    /// Path maps to remember (`FROM`, `TO`): another machine's project under `FROM` goes to
+    /// the same path under `TO` here.
+    pub maps: Vec<(String, String)>,
+    /// The secret that encrypts every object (the contents of the user's key file).
+    pub key: Option<Vec<u8>>,
+}
+
+impl SyncOptions {
+    /// Every project, no key.
+    pub fn all() -> SyncOptions {
+        SyncOptions {
+            scope: SyncScope::All,
+            maps: Vec::new(),
+            key: None,
+        }
+    }
+}
+
+/// A session both machines continued: the other machine's continuation, kept as a session of
+/// its own.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ForkNote {
+    /// The session.
+    pub session: String,
+    /// The other machine.
+    pub machine: String,
+    /// The session written here with its continuation.
+    pub fork: String,
+}
+
+/// What a sync did.
+#[derive(Debug, Clone, Default)]
+pub struct SyncReport {
+    /// This machine's id on the remote.
+    pub machine: String,
+    /// Whether the remote holds plaintext (no key).
+    pub plaintext: bool,
+    /// Files whose growth went up.
+    pub pushed_files: u64,
+    /// Their bytes.
+    pub pushed_bytes: u64,
+    /// Bytes of objects written to the remote (compressed, encrypted).
+    pub uploaded_bytes: u64,
+    /// Files that came down (appended or created).
+    pub pulled_files: u64,
+    /// Their new bytes.
+    pub pulled_bytes: u64,
+    /// Sessions both machines continued.
+    pub forks: Vec<ForkNote>,
+    /// Files left as they were, and why.
+    pub skipped: Vec<String>,
+}
+
+/// One sync run.
+struct Sync<'a> {
+    sidecars: &'a Sidecars,
+    projects: PathBuf,
+    state_dir: PathBuf,
+    scope: Keys,
+    remote: Remote,
+    seal: Seal,
+    placer: Placer,
+    state: State,
+    report: SyncReport,
+}
+
+/// Pushes this machine's sessions in scope to `remote` and pulls the other machines'.
+pub(crate) fn sync(
+    sidecars: &Sidecars,
+    claude_dir: &Path,
+    remote: &str,
+    opts: &SyncOptions,
+) -> Result<SyncReport> {
+    let remote = Remote::open(remote)?;
+    let seal = Seal::new(opts.key.as_deref());
+    check_marker(&remote, &seal)?;
+    let path = State::path(sidecars.index_dir(), remote.url());
+    let state_dir = path
+        .parent()
+        .expect("a state file has a folder")
+        .to_path_buf();
+    std::fs::create_dir_all(&state_dir).map_err(|e| Error::io(&state_dir, e))?;
+    // One sync per remote at a time on this machine.
+    let lock_path = path.with_extension("lock");
+    let lock = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .map_err(|e| Error::io(&lock_path, e))?;
+    lock.lock().map_err(|e| Error::io(&lock_path, e))?;
+    let mut state = State::load(&path)?;
+    for m in &opts.maps {
+        if !state.maps.contains(m) {
+            state.maps.push(m.clone());
+        }
+    }
+    let projects = crate::catalog::paths::projects_root(claude_dir);
+    let placer = Placer::new(&projects, &state.maps);
+    let mut run = Sync {
+        sidecars,
+        projects,
+        state_dir,
+        scope: Keys::resolve(claude_dir, &opts.scope)?,
+        remote,
+        seal,
+        placer,
+        report: SyncReport {
+            machine: state.machine.clone(),
+            plaintext: opts.key.is_none(),
+            ..SyncReport::default()
+        },
+        state,
+    };
+    // Segments first, then what was pulled, then one delta naming both: a reader never sees a
+    // head whose segments are not there.
+    run.push()?;
+    run.state.save(&path)?;
+    run.pull()?;
+    run.publish()?;
+    run.state.save(&path)?;
+    Ok(run.report)
+}
+
+/// Writes the remote's marker when there is none; refuses a remote in another format or with
+/// another key setting.
+fn check_marker(remote: &Remote, seal: &Seal) -> Result<()> {
+    let fault = |fault| Error::Remote {
+        remote: remote.url().to_owned(),
+        fault,
+    };
+    match remote.get(MARKER)? {
+        None => {
+            let m = Marker {
+                chainlog_sync: FORMAT,
+                encrypted: seal.encrypted(),
+            };
+            remote.put(MARKER, serde_json::to_vec(&m).expect("a marker serialises"))
+        }
+        Some(bytes) => {
+            let m: Marker = serde_json::from_slice(&bytes)
+                .map_err(|_| fault(RemoteFault::Damaged("a marker that does not parse")))?;
+            if m.chainlog_sync != FORMAT {
+                return Err(fault(RemoteFault::Damaged("a marker of another format")));
+            }
+            match (m.encrypted, seal.encrypted()) {
+                (true, false) => Err(fault(RemoteFault::NeedsKey)),
+                (false, true) => Err(fault(RemoteFault::Plaintext)),
+                _ => Ok(()),
+            }
+        }
+    }
+}
+
+/// The files sync covers in the projects folder: each project's `<session>.jsonl` and the
+/// files below its `<session>/` folder, as `(project key, path below the project)`, sorted.
+/// Links and special files are not followed.
+fn local_files(projects: &Path, scope: &Keys) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let Ok(dirs) = std::fs::read_dir(projects) else {
+        return out;
+    };
+    for d in dirs.flatten() {
+        let Ok(key) = d.file_name().into_string() else {
+            continue;
+        };
+        if !d.file_type().is_ok_and(|t| t.is_dir()) || !scope.includes(&key) {
+            continue;
+        }
+        walk(&d.path(), "", &mut |rel| out.push((key.clone(), rel)));
+    }
+    out.sort();
+    out
+}
+
+fn walk(dir: &Path, rel: &str, found: &mut dyn FnMut(String)) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let Ok(name) = e.file_name().into_string() else {
+            continue;
+        };
+        let Ok(t) = e.file_type() else { continue };
+        let child = if rel.is_empty() {
+            name.clone()
+        } else {
+            format!("{rel}/{name}")
+        };
+        if t.is_dir() && (!rel.is_empty() || crate::error::check_id(&name).is_ok()) {
+            walk(&e.path(), &child, found);
+        } else if t.is_file() && format::valid_rel(&child) {
+            found(child);
+        }
+    }
+}

@@ -1,0 +1,500 @@
+//! Pull: fold the other machines' new manifest deltas, then bring each of their files here.
+//!
+//! For a transcript, walk back from the other machine's head, segment by segment, to a chain
+//! hash this machine has: when that is where the local file ends, the segments are appended
+//! (under the writers' lock, after checking the file still ends there). When the local file
+//! went on from there too (both machines continued the session), nothing is merged: the other
+//! side's continuation becomes a session of its own, written as `--fork-session` writes one,
+//! and later growth of that continuation is appended to it.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use super::format::{
+    Entry, Manifest, OBJECT_MAX, blob_name, chain_next, chain_start, file_id, parse_segment,
+    segment_name, seq_name, valid_rel,
+};
+use super::state::{FileState, ForkState, MachineState};
+use super::{ForkNote, Sync};
+use crate::error::{Error, RemoteFault, Result};
+use crate::index::Sidecars;
+use crate::transcript::folder::Folder;
+
+/// A segment fetched on the walk back, its bytes in a scratch file.
+struct Fetched {
+    start: u64,
+    head: String,
+    owner: String,
+    file: PathBuf,
+}
+
+/// Where a walk back stopped.
+enum Base {
+    /// A boundary of the local file, at this offset.
+    Local(u64),
+    /// A head already copied into this fork.
+    Fork(String),
+}
+
+impl Sync<'_> {
+    /// Pulls every other machine's files in scope.
+    pub(super) fn pull(&mut self) -> Result<()> {
+        let me = self.state.machine.clone();
+        for m in self.remote.folders("m")? {
+            if m != me && valid_machine(&m) {
+                self.fold(&m)?;
+            }
+        }
+        let work: Vec<(String, Entry)> = self
+            .state
+            .machines
+            .iter()
+            .flat_map(|(m, ms)| ms.entries.values().map(move |e| (m.clone(), e.clone())))
+            .collect();
+        for (m, e) in work {
+            if let Err(err) = self.apply(&m, &e) {
+                self.report
+                    .skipped
+                    .push(format!("{} of machine {m}: {err}", e.rel));
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads machine `m`'s manifests published since the last sync.
+    fn fold(&mut self, m: &str) -> Result<()> {
+        let dir = format!("m/{m}");
+        let mut ms = self.state.machines.get(m).cloned().unwrap_or_default();
+        if ms.seq.is_none()
+            && let Some(last) = self.remote.names_after(&format!("{dir}/f"), None)?.last()
+            && let Some(snap) = self.manifest(&format!("{dir}/f/{last}"))?
+        {
+            ms = MachineState::default();
+            for e in snap.entries {
+                ms.entries.insert(e.id.clone(), e);
+            }
+            ms.seq = Some(snap.seq);
+        }
+        let listed = self
+            .remote
+            .names_after(&format!("{dir}/x"), ms.seq.map(seq_name).as_deref())?;
+        let max = listed
+            .iter()
+            .filter_map(|n| u64::from_str_radix(n, 16).ok())
+            .max();
+        if let Some(max) = max {
+            // Every number up to the largest listed, by name: a listing that lags shows a later
+            // delta before an earlier one; a number missing stops the fold until it appears.
+            let first = ms.seq.map_or(0, |s| s + 1);
+            for seq in first..=max {
+                let Some(delta) = self.manifest(&format!("{dir}/x/{}", seq_name(seq)))? else {
+                    break;
+                };
+                for e in delta.entries {
+                    ms.entries.insert(e.id.clone(), e);
+                }
+                ms.seq = Some(seq);
+            }
+        }
+        self.state.machines.insert(m.to_owned(), ms);
+        Ok(())
+    }
+
+    fn manifest(&self, name: &str) -> Result<Option<Manifest>> {
+        let Some(obj) = self.remote.get(name)? else {
+            return Ok(None);
+        };
+        let plain = self.open(&obj)?;
+        serde_json::from_slice(&plain)
+            .map(Some)
+            .map_err(|_| self.damaged("a manifest that does not parse"))
+    }
+
+    fn open(&self, obj: &[u8]) -> Result<Vec<u8>> {
+        self.seal
+            .open(obj, OBJECT_MAX)
+            .map_err(|fault| Error::Remote {
+                remote: self.remote.url().to_owned(),
+                fault,
+            })
+    }
+
+    fn damaged(&self, what: &'static str) -> Error {
+        Error::Remote {
+            remote: self.remote.url().to_owned(),
+            fault: RemoteFault::Damaged(what),
+        }
+    }
+
+    /// Brings machine `m`'s file `e` here.
+    fn apply(&mut self, m: &str, e: &Entry) -> Result<()> {
+        if !valid_rel(&e.rel) || e.id != file_id(&self.seal, &e.rel) {
+            return Err(self.damaged("an entry whose path is not a session file's"));
+        }
+        let Some(key) = self.placer.place(&e.project) else {
+            return Err(self.damaged("an entry whose project is not a folder name"));
+        };
+        if !self.scope.includes(&key) {
+            return Ok(());
+        }
+        let local = format!("{key}/{}", e.rel);
+        if e.blob {
+            return self.apply_blob(m, e, &key, &local);
+        }
+        let st = self.state.files.get(&local);
+        let start = chain_start(&self.seal, &e.id);
+        let mut known: HashMap<String, u64> = HashMap::new();
+        known.insert(start, 0);
+        if let Some(st) = st {
+            known.extend(st.boundaries.iter().map(|(o, h)| (h.clone(), *o)));
+        }
+        if known.contains_key(&e.head) {
+            return Ok(()); // this machine has it (or more)
+        }
+        let fork_prefix = format!("{m}/{}/", e.id);
+        let fork_heads: HashMap<String, String> = self
+            .state
+            .forks
+            .iter()
+            .filter(|(k, _)| k.starts_with(&fork_prefix))
+            .flat_map(|(k, f)| f.heads.iter().map(move |h| (h.clone(), k.clone())))
+            .collect();
+        if fork_heads.contains_key(&e.head) {
+            return Ok(());
+        }
+        // Walk back to a hash this machine has.
+        let scratch = self.scratch()?;
+        let mut fetched: Vec<Fetched> = Vec::new();
+        let (mut owner, mut head) = (e.owner.clone(), e.head.clone());
+        let base = loop {
+            if let Some(&off) = known.get(&head) {
+                break Base::Local(off);
+            }
+            if let Some(k) = fork_heads.get(&head) {
+                break Base::Fork(k.clone());
+            }
+            if !valid_machine(&owner) {
+                return Err(self.damaged("a segment naming no machine before it"));
+            }
+            let Some(obj) = self.remote.get(&segment_name(&owner, &e.id, &head))? else {
+                // Not visible yet (a store that lists before it serves): the next sync.
+                self.report.skipped.push(format!(
+                    "{local}: a segment of machine {owner} is not readable yet"
+                ));
+                return Ok(());
+            };
+            let plain = self.open(&obj)?;
+            let Some((h, bytes)) = parse_segment(&plain) else {
+                return Err(self.damaged("a segment that does not parse"));
+            };
+            if h.rel != e.rel || chain_next(&self.seal, &h.prev, bytes) != head {
+                return Err(self.damaged("a segment whose bytes are not its name's"));
+            }
+            let file = scratch.join(format!("{}.seg", fetched.len()));
+            std::fs::write(&file, bytes).map_err(|err| Error::io(&file, err))?;
+            fetched.push(Fetched {
+                start: h.start,
+                head: head.clone(),
+                owner: owner.clone(),
+                file,
+            });
+            head = h.prev;
+            match h.prev_owner {
+                Some(o) => owner = o,
+                None if known.contains_key(&head) => {}
+                None => return Err(self.damaged("a first segment that does not start a file")),
+            }
+        };
+        fetched.reverse();
+        let done = match base {
+            Base::Local(off) => self.extend_or_fork(m, e, &key, &local, off, &fetched, &scratch),
+            Base::Fork(k) => self.extend_fork(&k, &fetched),
+        };
+        let _ = std::fs::remove_dir_all(&scratch);
+        done
+    }
+
+    fn extend_or_fork(
+        &mut self,
+        m: &str,
+        e: &Entry,
+        key: &str,
+        local: &str,
+        off: u64,
+        fetched: &[Fetched],
+        scratch: &Path,
+    ) -> Result<()> {
+        let st_len = self.state.files.get(local).map_or(0, |s| s.len);
+        let folder = self.folder_of(key, &e.rel, true)?;
+        let name = file_name(&e.rel);
+        let mut file = folder
+            .open_locked(name, true)?
+            .expect("a file opened with create exists");
+        let path = folder.join(name);
+        let len = file.metadata().map_err(|err| Error::io(&path, err))?.len();
+        if len == off && st_len == off {
+            // This machine's file ends where the other's continues: append.
+            let mut at = off;
+            for f in fetched {
+                if f.start != at {
+                    return Err(self.damaged("segments that do not follow each other"));
+                }
+                let bytes = std::fs::read(&f.file).map_err(|err| Error::io(&f.file, err))?;
+                file.write_all(&bytes)
+                    .map_err(|err| Error::io(&path, err))?;
+                at += bytes.len() as u64;
+            }
+            file.sync_data().map_err(|err| Error::io(&path, err))?;
+            let id = e.id.clone();
+            let start = chain_start(&self.seal, &id);
+            let project = e.project.clone();
+            let st = self
+                .state
+                .files
+                .entry(local.to_owned())
+                .or_insert_with(|| FileState {
+                    id,
+                    project,
+                    len: 0,
+                    head: start.clone(),
+                    owner: None,
+                    boundaries: vec![(0, start)],
+                    blob: false,
+                    published: None,
+                    sync_fork_len: None,
+                });
+            for f in fetched {
+                let end = f.start + std::fs::metadata(&f.file).map_or(0, |md| md.len());
+                st.boundaries.push((end, f.head.clone()));
+                st.len = end;
+                st.head.clone_from(&f.head);
+                st.owner = Some(f.owner.clone());
+            }
+            self.report.pulled_files += 1;
+            self.report.pulled_bytes += at - off;
+            return Ok(());
+        }
+        drop(file);
+        if e.rel.contains('/') {
+            self.report.skipped.push(format!(
+                "{}: continued here and on machine {m}; this machine's copy is kept",
+                path.display()
+            ));
+            return Ok(());
+        }
+        // Both continued from `off`: theirs becomes a session of its own.
+        let source = scratch.join("copy").join(name);
+        std::fs::create_dir_all(source.parent().expect("a parent"))
+            .map_err(|err| Error::io(&source, err))?;
+        let mut out = std::fs::File::create(&source).map_err(|err| Error::io(&source, err))?;
+        {
+            use std::io::Read;
+            let mut prefix = std::fs::File::open(&path)
+                .map_err(|err| Error::io(&path, err))?
+                .take(off);
+            std::io::copy(&mut prefix, &mut out).map_err(|err| Error::io(&source, err))?;
+        }
+        for f in fetched {
+            let bytes = std::fs::read(&f.file).map_err(|err| Error::io(&f.file, err))?;
+            out.write_all(&bytes)
+                .map_err(|err| Error::io(&source, err))?;
+        }
+        drop(out);
+        let scratch_index = Sidecars::new(scratch.join("index"));
+        let session = crate::writer::copy::fork_into(&scratch_index, &source, folder.path())?;
+        let made = format!("{key}/{session}.jsonl");
+        let made_len =
+            std::fs::metadata(folder.join(&format!("{session}.jsonl"))).map_or(0, |md| md.len());
+        let parted = self
+            .state
+            .files
+            .get(local)
+            .and_then(|s| s.boundaries.iter().find(|(o, _)| *o == off))
+            .map_or_else(|| chain_start(&self.seal, &e.id), |(_, h)| h.clone());
+        self.state.forks.insert(
+            format!("{m}/{}/{parted}", e.id),
+            ForkState {
+                session: session.clone(),
+                local: made.clone(),
+                heads: fetched.iter().map(|f| f.head.clone()).collect(),
+            },
+        );
+        self.note_sync_fork(&made, made_len);
+        self.report.forks.push(ForkNote {
+            session: name.trim_end_matches(".jsonl").to_owned(),
+            machine: m.to_owned(),
+            fork: session,
+        });
+        Ok(())
+    }
+
+    /// Appends the lines of a continuation already kept as fork `k` that arrived since.
+    fn extend_fork(&mut self, k: &str, fetched: &[Fetched]) -> Result<()> {
+        let f = self.state.forks[k].clone();
+        let (key, _) = f
+            .local
+            .split_once('/')
+            .expect("a fork's local path has a project");
+        let dir = self.projects.join(key);
+        let source_session = k.split('/').nth(1).unwrap_or_default().to_owned();
+        let mut entries = Vec::new();
+        for s in fetched {
+            let bytes = std::fs::read(&s.file).map_err(|err| Error::io(&s.file, err))?;
+            for line in bytes.split(|&b| b == b'\n') {
+                let Some(Value::Object(mut o)) = crate::resume::body::parse_value(line) else {
+                    continue;
+                };
+                if !o
+                    .get("type")
+                    .and_then(Value::as_str)
+                    .is_some_and(crate::writer::is_message_type)
+                {
+                    continue;
+                }
+                o.insert("sessionId".into(), f.session.clone().into());
+                o.insert("requestSessionId".into(), source_session.clone().into());
+                entries.push(Value::Object(o));
+            }
+        }
+        let cwd = entries
+            .iter()
+            .find_map(|v| v.get("cwd").and_then(Value::as_str))
+            .unwrap_or_default()
+            .to_owned();
+        let mut w = crate::writer::SessionWriter::open(
+            self.sidecars,
+            &dir,
+            &f.session,
+            crate::writer::WriterOptions::new(cwd),
+        )?;
+        w.append_all(entries)?;
+        w.close()?;
+        let made_len = std::fs::metadata(self.projects.join(&f.local)).map_or(0, |md| md.len());
+        let fork = self.state.forks.get_mut(k).expect("the fork");
+        fork.heads.extend(fetched.iter().map(|s| s.head.clone()));
+        self.note_sync_fork(&f.local, made_len);
+        self.report.pulled_files += 1;
+        Ok(())
+    }
+
+    /// Records a file sync wrote as a fork: not pushed while it holds only that.
+    fn note_sync_fork(&mut self, local: &str, len: u64) {
+        let rel = local.split_once('/').map_or(local, |(_, r)| r).to_owned();
+        let key = local.split_once('/').map_or("", |(k, _)| k).to_owned();
+        let id = file_id(&self.seal, &rel);
+        let start = chain_start(&self.seal, &id);
+        let project = self.placer.describe(&key);
+        let st = self
+            .state
+            .files
+            .entry(local.to_owned())
+            .or_insert_with(|| FileState {
+                id,
+                project,
+                len: 0,
+                head: start.clone(),
+                owner: None,
+                boundaries: vec![(0, start)],
+                blob: false,
+                published: None,
+                sync_fork_len: None,
+            });
+        st.sync_fork_len = Some(len);
+    }
+
+    fn apply_blob(&mut self, m: &str, e: &Entry, key: &str, local: &str) -> Result<()> {
+        if self
+            .state
+            .files
+            .get(local)
+            .is_some_and(|s| s.head == e.head)
+        {
+            return Ok(());
+        }
+        let folder = self.folder_of(key, &e.rel, true)?;
+        let name = file_name(&e.rel);
+        let path = folder.join(name);
+        if folder.stat(name)?.is_some() {
+            let mine = std::fs::read(&path).map_err(|err| Error::io(&path, err))?;
+            if self.seal.hash(&[b"blob", &mine]) != e.head {
+                self.report.skipped.push(format!(
+                    "{}: differs from machine {m}'s; this machine's copy is kept",
+                    path.display()
+                ));
+            }
+            return Ok(());
+        }
+        let Some(obj) = self.remote.get(&blob_name(&e.owner, &e.id, &e.head))? else {
+            return Ok(()); // not readable yet: the next sync
+        };
+        let bytes = self.open(&obj)?;
+        if self.seal.hash(&[b"blob", &bytes]) != e.head {
+            return Err(self.damaged("a file whose bytes are not its name's"));
+        }
+        let Some(mut f) = folder.create_new(name, 0o600)? else {
+            return Ok(());
+        };
+        f.write_all(&bytes).map_err(|err| Error::io(&path, err))?;
+        f.sync_data().map_err(|err| Error::io(&path, err))?;
+        self.state.files.insert(
+            local.to_owned(),
+            FileState {
+                id: e.id.clone(),
+                project: e.project.clone(),
+                len: bytes.len() as u64,
+                head: e.head.clone(),
+                owner: Some(e.owner.clone()),
+                boundaries: Vec::new(),
+                blob: true,
+                published: None,
+                sync_fork_len: None,
+            },
+        );
+        self.report.pulled_files += 1;
+        self.report.pulled_bytes += bytes.len() as u64;
+        Ok(())
+    }
+
+    /// The folder holding `rel` in project `key`, opened beneath the projects folder without
+    /// following links (created 0700 when `create`).
+    fn folder_of(&self, key: &str, rel: &str, create: bool) -> Result<Folder> {
+        let root = Folder::open(&self.projects, create)?;
+        let mut dirs: Vec<&str> = vec![key];
+        dirs.extend(
+            rel.split('/')
+                .rev()
+                .skip(1)
+                .collect::<Vec<_>>()
+                .into_iter()
+                .rev(),
+        );
+        root.descend(&dirs, create)?
+            .ok_or_else(|| Error::io(self.projects.join(key), std::io::ErrorKind::NotFound.into()))
+    }
+
+    /// A fresh scratch folder for one file's pull (0700, in the index folder).
+    fn scratch(&self) -> Result<PathBuf> {
+        use std::os::unix::fs::DirBuilderExt;
+        let dir = self
+            .state_dir
+            .join(format!("scratch-{}", uuid::Uuid::new_v4().simple()));
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&dir)
+            .map_err(|err| Error::io(&dir, err))?;
+        Ok(dir)
+    }
+}
+
+fn file_name(rel: &str) -> &str {
+    rel.rsplit('/').next().unwrap_or(rel)
+}
+
+/// A machine id as this crate makes them (32 hex digits): never a path.
+fn valid_machine(m: &str) -> bool {
+    m.len() == 32 && m.bytes().all(|b| b.is_ascii_hexdigit())
+}

@@ -1,0 +1,247 @@
+//! Push: what this machine's files grew by goes up as new segments (a whole small file as a new
+//! version), then one manifest delta says what changed. A push killed anywhere is completed by
+//! the next: a segment already there (same name, same bytes) is not sent again, and a delta
+//! number a killed push used is not reused.
+
+use std::io::Read;
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+
+use super::format::{
+    Entry, Manifest, OBJECT_MAX, SEGMENT_MAX, SegmentHeader, blob_name, chain_next, chain_start,
+    file_id, segment_bytes, segment_name, seq_name,
+};
+use super::state::FileState;
+use super::{Sync, local_files};
+use crate::error::{Error, Result};
+
+/// Deltas between two snapshots.
+const SNAPSHOT_EVERY: u64 = 32;
+
+/// A whole file larger than this is not synced (transcripts are synced by segments).
+const BLOB_MAX: u64 = 64 << 20;
+
+impl Sync<'_> {
+    /// Pushes the growth of every local file in scope (published by [`Sync::publish`]).
+    pub(super) fn push(&mut self) -> Result<()> {
+        for (key, rel) in local_files(&self.projects, &self.scope) {
+            let path = self.projects.join(&key).join(&rel);
+            let blob = !rel.ends_with(".jsonl");
+            let local = format!("{key}/{rel}");
+            if !self.state.files.contains_key(&local) {
+                let id = file_id(&self.seal, &rel);
+                let start = chain_start(&self.seal, &id);
+                let st = FileState {
+                    id,
+                    project: self.placer.describe(&key),
+                    len: 0,
+                    head: start.clone(),
+                    owner: None,
+                    boundaries: vec![(0, start)],
+                    blob,
+                    published: None,
+                    sync_fork_len: None,
+                };
+                self.state.files.insert(local.clone(), st);
+            }
+            let done = if blob {
+                self.push_blob(&local, &path)
+            } else {
+                self.push_transcript(&local, &rel, &path)
+            };
+            if let Err(e) = done {
+                self.report.skipped.push(format!("{}: {e}", path.display()));
+            }
+        }
+        Ok(())
+    }
+
+    fn push_transcript(&mut self, local: &str, rel: &str, path: &Path) -> Result<()> {
+        let meta = std::fs::symlink_metadata(path).map_err(|e| Error::io(path, e))?;
+        if !meta.is_file() {
+            return Ok(());
+        }
+        let st = &self.state.files[local];
+        let n = meta.len();
+        if n == st.len || st.sync_fork_len == Some(n) {
+            return Ok(());
+        }
+        let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+        if n < st.len || !prefix_unchanged(&self.seal, st, &file, path)? {
+            self.report.skipped.push(format!(
+                "{}: rewritten since it was last synced (not pushed; its synced part stays as it was)",
+                path.display()
+            ));
+            return Ok(());
+        }
+        let (mut at, mut head, mut owner) = (st.len, st.head.clone(), st.owner.clone());
+        let id = st.id.clone();
+        let mut buf = Vec::new();
+        while at < n {
+            // The next segment: up to SEGMENT_MAX bytes ending on a line end (a longer line
+            // whole); a torn last line waits for the next push.
+            buf.clear();
+            let want = (n - at).min(SEGMENT_MAX);
+            buf.resize(usize::try_from(want).expect("a segment fits memory"), 0);
+            file.read_exact_at(&mut buf, at)
+                .map_err(|e| Error::io(path, e))?;
+            let mut end = memchr::memrchr(b'\n', &buf).map(|i| i + 1);
+            if end.is_none() && at + want < n {
+                let mut rest = Vec::new();
+                let mut r = &file;
+                std::io::Seek::seek(&mut r, std::io::SeekFrom::Start(at + want))
+                    .map_err(|e| Error::io(path, e))?;
+                r.take(n - at - want)
+                    .read_to_end(&mut rest)
+                    .map_err(|e| Error::io(path, e))?;
+                if let Some(i) = memchr::memchr(b'\n', &rest) {
+                    buf.extend_from_slice(&rest[..=i]);
+                    end = Some(buf.len());
+                }
+            }
+            let Some(end) = end else { break };
+            let bytes = &buf[..end];
+            let next = chain_next(&self.seal, &head, bytes);
+            let name = segment_name(&self.state.machine, &id, &next);
+            if !self.remote.exists(&name)? {
+                let header = SegmentHeader {
+                    rel: rel.to_owned(),
+                    start: at,
+                    prev: head.clone(),
+                    prev_owner: owner.clone(),
+                };
+                let obj = self.seal.seal(&segment_bytes(&header, bytes));
+                self.report.uploaded_bytes += obj.len() as u64;
+                self.remote.put(&name, obj)?;
+            }
+            self.report.pushed_bytes += end as u64;
+            at += end as u64;
+            head = next;
+            owner = Some(self.state.machine.clone());
+            let st = self.state.files.get_mut(local).expect("the file's state");
+            st.len = at;
+            st.head.clone_from(&head);
+            st.owner.clone_from(&owner);
+            st.boundaries.push((at, head.clone()));
+        }
+        if self.state.files[local].published.as_deref() != Some(head.as_str()) {
+            self.report.pushed_files += 1;
+        }
+        Ok(())
+    }
+
+    fn push_blob(&mut self, local: &str, path: &Path) -> Result<()> {
+        let meta = std::fs::symlink_metadata(path).map_err(|e| Error::io(path, e))?;
+        if !meta.is_file() || meta.len() > BLOB_MAX {
+            return Ok(());
+        }
+        let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+        let hash = self.seal.hash(&[b"blob", &bytes]);
+        let st = &self.state.files[local];
+        if st.head == hash {
+            return Ok(());
+        }
+        let name = blob_name(&self.state.machine, &st.id, &hash);
+        if !self.remote.exists(&name)? {
+            let obj = self.seal.seal(&bytes);
+            self.report.uploaded_bytes += obj.len() as u64;
+            self.remote.put(&name, obj)?;
+        }
+        self.report.pushed_bytes += bytes.len() as u64;
+        self.report.pushed_files += 1;
+        let st = self.state.files.get_mut(local).expect("the file's state");
+        st.len = bytes.len() as u64;
+        st.head = hash;
+        st.owner = Some(self.state.machine.clone());
+        Ok(())
+    }
+
+    /// One manifest delta for the files whose head this machine has not published yet (and a
+    /// snapshot of all of them every [`SNAPSHOT_EVERY`] deltas).
+    pub(super) fn publish(&mut self) -> Result<()> {
+        let entries: Vec<Entry> = self
+            .state
+            .files
+            .iter()
+            .filter(|(_, st)| st.owner.is_some() && st.published.as_ref() != Some(&st.head))
+            .map(|(local, st)| entry(local, st))
+            .collect();
+        if entries.is_empty() {
+            return Ok(());
+        }
+        let dir = format!("m/{}", self.state.machine);
+        let mut seq = self.state.next_seq;
+        while self.remote.exists(&format!("{dir}/x/{}", seq_name(seq)))? {
+            seq += 1; // a push killed after its delta and before its state was saved
+        }
+        let delta = Manifest {
+            machine: self.state.machine.clone(),
+            seq,
+            entries,
+        };
+        let obj = self
+            .seal
+            .seal(&serde_json::to_vec(&delta).expect("a manifest serialises"));
+        self.report.uploaded_bytes += obj.len() as u64;
+        self.remote
+            .put(&format!("{dir}/x/{}", seq_name(seq)), obj)?;
+        self.state.next_seq = seq + 1;
+        for st in self.state.files.values_mut() {
+            if st.owner.is_some() {
+                st.published = Some(st.head.clone());
+            }
+        }
+        if seq - self.state.last_snapshot.unwrap_or(0) >= SNAPSHOT_EVERY {
+            let all = Manifest {
+                machine: self.state.machine.clone(),
+                seq,
+                entries: self
+                    .state
+                    .files
+                    .iter()
+                    .filter(|(_, st)| st.owner.is_some())
+                    .map(|(local, st)| entry(local, st))
+                    .collect(),
+            };
+            let obj = self
+                .seal
+                .seal(&serde_json::to_vec(&all).expect("a manifest serialises"));
+            self.report.uploaded_bytes += obj.len() as u64;
+            self.remote
+                .put(&format!("{dir}/f/{}", seq_name(seq)), obj)?;
+            self.state.last_snapshot = Some(seq);
+        }
+        debug_assert!(OBJECT_MAX as u64 > SEGMENT_MAX);
+        Ok(())
+    }
+}
+
+fn entry(local: &str, st: &FileState) -> Entry {
+    let rel = local.split_once('/').map_or(local, |(_, r)| r);
+    Entry {
+        id: st.id.clone(),
+        rel: rel.to_owned(),
+        project: st.project.clone(),
+        len: st.len,
+        head: st.head.clone(),
+        owner: st.owner.clone().expect("a published file has an owner"),
+        blob: st.blob,
+    }
+}
+
+/// Whether the file still holds the bytes of its last synced segment (read: that segment
+/// only), so that what follows can be chained after it.
+fn prefix_unchanged(
+    seal: &super::seal::Seal,
+    st: &FileState,
+    file: &std::fs::File,
+    path: &Path,
+) -> Result<bool> {
+    let [.., (from, before), (to, after)] = st.boundaries.as_slice() else {
+        return Ok(true);
+    };
+    let mut bytes = vec![0; usize::try_from(to - from).expect("a segment fits memory")];
+    file.read_exact_at(&mut bytes, *from)
+        .map_err(|e| Error::io(path, e))?;
+    Ok(&chain_next(seal, before, &bytes) == after)
+}

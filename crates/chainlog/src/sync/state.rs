@@ -1,0 +1,136 @@
+//! What this machine knows of one remote: its own id there, what it pushed, what it folded of
+//! the others' manifests, the forks it made, the path maps the user gave. One JSON file per
+//! remote in the index folder (0600), replaced atomically after each sync; losing it costs a
+//! re-upload under a new machine id, never a wrong answer (every pull checks the local bytes).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::format::{Entry, Project};
+use crate::error::{Error, Result};
+
+/// A local file's place in its chain.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct FileState {
+    /// [`Entry::id`].
+    pub id: String,
+    /// The project it is in here.
+    pub project: Project,
+    /// Bytes covered by the chain.
+    pub len: u64,
+    /// Chain hash at `len`.
+    pub head: String,
+    /// Who wrote the object named by `head` (`None`: nothing yet).
+    pub owner: Option<String>,
+    /// Every segment boundary: offset and chain hash, ascending (the first is `0`).
+    pub boundaries: Vec<(u64, String)>,
+    /// A whole file, not a transcript.
+    pub blob: bool,
+    /// The head last published in this machine's manifest.
+    pub published: Option<String>,
+    /// A fork sync wrote (another machine's continuation): not pushed while it holds only
+    /// what sync wrote (this many bytes).
+    pub sync_fork_len: Option<u64>,
+}
+
+/// Another machine's files, folded from its manifests.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct MachineState {
+    /// The last manifest folded.
+    pub seq: Option<u64>,
+    /// Its files by id.
+    pub entries: BTreeMap<String, Entry>,
+}
+
+/// A continuation of another machine kept as a session of its own.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ForkState {
+    /// The session written here.
+    pub session: String,
+    /// Its local path below the projects folder.
+    pub local: String,
+    /// Chain hashes of the other machine's file already copied into it.
+    pub heads: Vec<String>,
+}
+
+/// Everything sync keeps for one remote.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct State {
+    /// This machine's id on the remote.
+    pub machine: String,
+    /// The next manifest's sequence number.
+    pub next_seq: u64,
+    /// The last snapshot's sequence number.
+    pub last_snapshot: Option<u64>,
+    /// `--map FROM=TO` given so far (path prefixes), newest last.
+    pub maps: Vec<(String, String)>,
+    /// Local files by path below the projects folder (`<key>/<rel>`).
+    pub files: BTreeMap<String, FileState>,
+    /// Other machines by id.
+    pub machines: BTreeMap<String, MachineState>,
+    /// Forks by `<machine>/<file id>/<hash where the continuations part>`.
+    pub forks: BTreeMap<String, ForkState>,
+}
+
+impl State {
+    fn new() -> State {
+        State {
+            machine: uuid::Uuid::new_v4().simple().to_string(),
+            next_seq: 0,
+            last_snapshot: None,
+            maps: Vec::new(),
+            files: BTreeMap::new(),
+            machines: BTreeMap::new(),
+            forks: BTreeMap::new(),
+        }
+    }
+
+    /// The state file for `remote` in `index_dir`.
+    pub fn path(index_dir: &Path, remote: &str) -> PathBuf {
+        let name = blake3::hash(remote.as_bytes()).to_hex();
+        index_dir.join("sync").join(format!("{}.json", &name[..32]))
+    }
+
+    /// The state at `path`, or a new one (a new machine id) when there is none.
+    pub fn load(path: &Path) -> Result<State> {
+        match std::fs::read(path) {
+            Ok(b) => serde_json::from_slice(&b).map_err(|e| Error::BadEntry {
+                position: crate::error::Position {
+                    path: path.to_path_buf(),
+                    line: 1,
+                    byte_offset: 0,
+                },
+                reason: format!("sync state: {e}"),
+            }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(State::new()),
+            Err(e) => Err(Error::io(path, e)),
+        }
+    }
+
+    /// Writes the state to `path` atomically (a new file, synced, renamed over the old), 0600
+    /// in a 0700 folder.
+    pub fn save(&self, path: &Path) -> Result<()> {
+        use std::io::Write;
+        use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+        let dir = path.parent().expect("a state file has a folder");
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .map_err(|e| Error::io(dir, e))?;
+        let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&tmp)
+            .map_err(|e| Error::io(&tmp, e))?;
+        f.write_all(&serde_json::to_vec(self).expect("the state serialises"))
+            .and_then(|()| f.sync_all())
+            .map_err(|e| Error::io(&tmp, e))?;
+        std::fs::rename(&tmp, path).map_err(|e| Error::io(path, e))
+    }
+}

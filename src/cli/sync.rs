@@ -1,0 +1,116 @@
+//! `chainlog sync REMOTE`: push this machine's sessions and pull the others' (SPEC C1).
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use chainlog::{SyncOptions, SyncScope};
+
+use super::{Cli, CliResult};
+
+#[derive(Debug, clap::Args)]
+pub struct SyncArgs {
+    /// `s3://bucket/prefix` (S3, R2, B2, MinIO, Garage: endpoint and credentials from
+    /// AWS_ENDPOINT_URL, AWS_REGION, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY) or
+    /// `file:///path` (a shared or mounted folder).
+    pub remote: String,
+    /// The project: a working directory, a project directory or a project key (default: the
+    /// current directory).
+    #[arg(
+        long,
+        value_name = "DIR",
+        conflicts_with = "all",
+        allow_hyphen_values = true
+    )]
+    pub project: Option<PathBuf>,
+    /// Every project.
+    #[arg(long)]
+    pub all: bool,
+    /// Another machine's project under FROM goes under TO here (remembered for this remote).
+    #[arg(long = "map", value_name = "FROM=TO", value_parser = parse_map)]
+    pub maps: Vec<(String, String)>,
+    /// Encrypt every object with the secret in FILE (keep it safe: without it the remote
+    /// cannot be read). Without a key the remote holds plaintext.
+    #[arg(long, value_name = "FILE")]
+    pub key_file: Option<PathBuf>,
+}
+
+fn parse_map(s: &str) -> Result<(String, String), String> {
+    let (from, to) = s
+        .split_once('=')
+        .ok_or_else(|| "expected FROM=TO".to_owned())?;
+    if !from.starts_with('/') || !to.starts_with('/') {
+        return Err("FROM and TO are absolute paths".into());
+    }
+    Ok((from.to_owned(), to.to_owned()))
+}
+
+pub fn run(cli: &Cli, a: &SyncArgs, out: &mut impl Write) -> CliResult {
+    let key = match &a.key_file {
+        Some(f) => Some(std::fs::read(f).map_err(|e| chainlog::Error::io(f, e))?),
+        None => None,
+    };
+    if key.as_ref().is_some_and(|k| k.len() < 16) {
+        return Err(chainlog::Error::NotFound(
+            "the key file holds fewer than 16 bytes: use a long random secret".into(),
+        )
+        .into());
+    }
+    let scope = match (&a.project, a.all) {
+        (_, true) => SyncScope::All,
+        (Some(p), false) => SyncScope::Project(p.clone()),
+        (None, false) => SyncScope::Project(std::env::current_dir()?),
+    };
+    let opts = SyncOptions {
+        scope,
+        maps: a.maps.clone(),
+        key,
+    };
+    let store = super::store(cli)?;
+    let r = store.sync(&a.remote, &opts)?;
+    if cli.json {
+        let forks: Vec<serde_json::Value> = r
+            .forks
+            .iter()
+            .map(
+                |f| serde_json::json!({"session": f.session, "machine": f.machine, "fork": f.fork}),
+            )
+            .collect();
+        let v = serde_json::json!({
+            "schema": super::JSON_SCHEMA,
+            "machine": r.machine,
+            "plaintext": r.plaintext,
+            "pushedFiles": r.pushed_files,
+            "pushedBytes": r.pushed_bytes,
+            "uploadedBytes": r.uploaded_bytes,
+            "pulledFiles": r.pulled_files,
+            "pulledBytes": r.pulled_bytes,
+            "forks": forks,
+            "skipped": r.skipped,
+        });
+        writeln!(out, "{v}")?;
+    } else {
+        if r.plaintext {
+            eprintln!(
+                "chainlog: warning: {} holds your transcripts in plaintext (give --key-file to encrypt)",
+                a.remote
+            );
+        }
+        writeln!(
+            out,
+            "pushed {} file(s), {} bytes ({} uploaded); pulled {} file(s), {} bytes",
+            r.pushed_files, r.pushed_bytes, r.uploaded_bytes, r.pulled_files, r.pulled_bytes
+        )?;
+        for f in &r.forks {
+            writeln!(
+                out,
+                "session {} was continued here and on machine {}: their continuation is session {}",
+                f.session, f.machine, f.fork
+            )?;
+        }
+        for s in &r.skipped {
+            eprintln!("chainlog: {s}");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,232 @@
+//! `chainlog sync` between machines (SPEC C1), each machine a claude dir and an index dir of
+//! its own, through a `file://` remote (the same code drives S3: `sync_garage.rs`).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use chainlog::{ResumeOptions, Store, SyncOptions, SyncReport, WriterOptions};
+use chainlog_gen::{GenOptions, SidechainLayout, generate, write_session};
+use serde_json::{Value, json};
+
+/// One machine: its claude dir and index dir.
+pub struct Machine {
+    pub claude: PathBuf,
+    pub index: PathBuf,
+}
+
+impl Machine {
+    pub fn new(root: &Path, name: &str) -> Machine {
+        let m = Machine {
+            claude: root.join(name).join("claude"),
+            index: root.join(name).join("index"),
+        };
+        std::fs::create_dir_all(m.claude.join("projects")).unwrap();
+        m
+    }
+
+    pub fn store(&self) -> Store {
+        Store::open(&self.claude, &self.index).unwrap()
+    }
+
+    pub fn sync(&self, remote: &str, opts: &SyncOptions) -> SyncReport {
+        self.store().sync(remote, opts).unwrap()
+    }
+
+    /// Every file below `projects/`, by path below it, with its bytes.
+    pub fn files(&self) -> BTreeMap<String, Vec<u8>> {
+        let root = self.claude.join("projects");
+        crate::util::files_ending(&root, "")
+            .into_iter()
+            .filter(|p| p.is_file())
+            .map(|p| {
+                let rel = p.strip_prefix(&root).unwrap().to_str().unwrap().to_owned();
+                (rel, std::fs::read(&p).unwrap())
+            })
+            .collect()
+    }
+
+    /// The resume view of a session as uuids.
+    pub fn resume(&self, session: &str) -> Vec<String> {
+        self.store()
+            .resume(session, &ResumeOptions::default())
+            .unwrap()
+            .messages()
+            .map(|m| m.uuid)
+            .collect()
+    }
+
+    /// Appends a user message to a session; returns its uuid.
+    pub fn append(&self, session_path: &Path, text: &str) -> String {
+        let project = session_path.parent().unwrap();
+        let sid = session_path.file_stem().unwrap().to_str().unwrap();
+        let mut w = self
+            .store()
+            .writer(project, sid, WriterOptions::new("/w"))
+            .unwrap();
+        let u = w
+            .append(json!({"type": "user", "message": {"role": "user", "content": text}}))
+            .unwrap()
+            .unwrap();
+        w.close().unwrap();
+        u
+    }
+}
+
+/// A claude dir holding a few generated sessions (sub-agents in both layouts).
+pub fn seed_sessions(m: &Machine, seed: u64) -> Vec<(String, PathBuf)> {
+    (0..3)
+        .map(|i| {
+            let mut g = GenOptions::everything(seed + i, 40_000);
+            g.corruption = chainlog_gen::Corruption::default();
+            g.sidechains = if i == 0 {
+                SidechainLayout::TopLevel
+            } else {
+                SidechainLayout::Subagents
+            };
+            let s = generate(&g);
+            let path = write_session(&m.claude.join("projects"), &s).unwrap();
+            (s.session_id, path)
+        })
+        .collect()
+}
+
+fn remote(tmp: &Path) -> String {
+    format!("file://{}", tmp.join("remote").display())
+}
+
+#[test]
+fn two_machines_end_with_the_same_sessions_and_a_second_sync_sends_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, b) = (Machine::new(tmp.path(), "a"), Machine::new(tmp.path(), "b"));
+    let sessions = seed_sessions(&a, 11);
+    let url = remote(tmp.path());
+    let all = SyncOptions::all();
+
+    let first = a.sync(&url, &all);
+    assert!(first.plaintext);
+    assert!(first.pushed_files >= 3, "{first:?}");
+    let got = b.sync(&url, &all);
+    assert_eq!(got.pulled_files as usize, a.files().len(), "{got:?}");
+    assert_eq!(a.files(), b.files(), "every file arrives byte for byte");
+    for (sid, _) in &sessions {
+        assert_eq!(a.resume(sid), b.resume(sid), "{sid} resumes the same");
+    }
+
+    // An append on B reaches A with the next syncs.
+    let (sid, path_a) = &sessions[1];
+    let path_b = b.claude.join(path_a.strip_prefix(&a.claude).unwrap());
+    let u = b.append(&path_b, "from b");
+    let pushed = b.sync(&url, &all);
+    assert_eq!(pushed.pushed_files, 1, "{pushed:?}");
+    let pulled = a.sync(&url, &all);
+    assert_eq!(pulled.pulled_files, 1, "{pulled:?}");
+    assert_eq!(a.files(), b.files());
+    assert_eq!(a.resume(sid).last(), Some(&u));
+    assert_eq!(a.resume(sid), b.resume(sid));
+
+    // Nothing new: nothing sent, nothing pulled.
+    for m in [&a, &b] {
+        let again = m.sync(&url, &all);
+        assert_eq!(
+            (again.pushed_files, again.uploaded_bytes, again.pulled_files),
+            (0, 0, 0),
+            "{again:?}"
+        );
+        assert!(
+            again.forks.is_empty() && again.skipped.is_empty(),
+            "{again:?}"
+        );
+    }
+    // The local index agrees with the files sync wrote.
+    for (sid, _) in &sessions {
+        let store = b.store();
+        let t = store.target(None, sid).unwrap();
+        assert!(store.verify(t.path()).unwrap().is_empty(), "{sid}");
+    }
+}
+
+#[test]
+fn sessions_continued_on_both_machines_are_both_kept() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, b) = (Machine::new(tmp.path(), "a"), Machine::new(tmp.path(), "b"));
+    let sessions = seed_sessions(&a, 21);
+    let url = remote(tmp.path());
+    let all = SyncOptions::all();
+    a.sync(&url, &all);
+    b.sync(&url, &all);
+
+    let (sid, path_a) = &sessions[0];
+    let path_b = b.claude.join(path_a.strip_prefix(&a.claude).unwrap());
+    let before = std::fs::read(path_a).unwrap();
+    let ua = a.append(path_a, "only on a");
+    let ub = b.append(&path_b, "only on b");
+    let a_bytes = std::fs::read(path_a).unwrap();
+    let b_bytes = std::fs::read(&path_b).unwrap();
+
+    a.sync(&url, &all);
+    let rb = b.sync(&url, &all);
+    let ra = a.sync(&url, &all);
+    // Each kept its own continuation untouched, and has the other's as a fork.
+    assert_eq!(std::fs::read(path_a).unwrap(), a_bytes);
+    assert_eq!(std::fs::read(&path_b).unwrap(), b_bytes);
+    assert!(a_bytes.starts_with(&before) && b_bytes.starts_with(&before));
+    for (m, r, mine, theirs) in [(&a, &ra, &ua, &ub), (&b, &rb, &ub, &ua)] {
+        assert_eq!(r.forks.len(), 1, "{r:?}");
+        assert_eq!(&r.forks[0].session, sid);
+        assert_eq!(m.resume(sid).last(), Some(mine));
+        let fork = m.resume(&r.forks[0].fork);
+        assert_eq!(
+            fork.last(),
+            Some(theirs),
+            "the other continuation is a session here"
+        );
+        assert_eq!(fork[..fork.len() - 1], m.resume(sid)[..fork.len() - 1]);
+    }
+    // Settled: more syncs make no more forks and send nothing.
+    for m in [&a, &b, &a] {
+        let r = m.sync(&url, &all);
+        assert!(r.forks.is_empty(), "{r:?}");
+        assert_eq!((r.pushed_files, r.uploaded_bytes), (0, 0), "{r:?}");
+    }
+}
+
+#[test]
+fn with_a_key_no_message_text_reaches_the_remote() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, b) = (Machine::new(tmp.path(), "a"), Machine::new(tmp.path(), "b"));
+    let sessions = seed_sessions(&a, 31);
+    let secret = "a user message no bucket operator may read";
+    a.append(&sessions[0].1, secret);
+    let url = remote(tmp.path());
+    let keyed = SyncOptions {
+        key: Some(b"0123456789abcdef-the-users-secret".to_vec()),
+        ..SyncOptions::all()
+    };
+    let r = a.sync(&url, &keyed);
+    assert!(!r.plaintext);
+    let objects = crate::util::files_ending(&tmp.path().join("remote"), "");
+    assert!(objects.len() > 3);
+    for o in &objects {
+        let name = o.strip_prefix(tmp.path()).unwrap().to_str().unwrap();
+        assert!(!name.contains(&sessions[0].0), "{name} names a session");
+        let bytes = std::fs::read(o).unwrap_or_default();
+        for needle in [secret, "parentUuid", &sessions[0].0] {
+            assert!(
+                !bytes.windows(needle.len()).any(|w| w == needle.as_bytes()),
+                "{name} holds {needle:?}"
+            );
+        }
+    }
+    // Without the key, or with another, the remote is refused; with it, B gets everything.
+    let err = b.store().sync(&url, &SyncOptions::all()).unwrap_err();
+    assert!(err.to_string().contains("encrypted"), "{err}");
+    let wrong = SyncOptions {
+        key: Some(b"another-key-of-sixteen-bytes".to_vec()),
+        ..SyncOptions::all()
+    };
+    let err = b.store().sync(&url, &wrong).unwrap_err();
+    assert!(err.to_string().contains("key"), "{err}");
+    b.sync(&url, &keyed);
+    assert_eq!(a.files(), b.files());
+    let _: Value = json!(null);
+}
