@@ -34,6 +34,7 @@ mod robustness;
 mod search;
 mod search_damage;
 mod sync;
+mod sync_garage;
 mod tty;
 mod writer;
 mod writer_processes;

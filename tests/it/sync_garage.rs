@@ -1,0 +1,262 @@
+//! `chainlog sync` against a real S3 server: Garage started on 127.0.0.1 with a scratch
+//! config, one node, and three nodes (replication factor 3) with one killed during a push.
+//!
+//! The server binary: `$CHAINLOG_GARAGE`, else `garage` on `PATH`, else the one `.ci/run`
+//! caches (`~/.cache/chainlog-ci/garage/bin/garage`). Under `CI=true` a missing server fails
+//! the test; elsewhere the test says it did not run.
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::sync::{Machine, seed_sessions};
+
+fn garage_binary() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("CHAINLOG_GARAGE") {
+        return Some(PathBuf::from(p));
+    }
+    let on_path = std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|d| d.join("garage"))
+            .find(|p| p.is_file())
+    });
+    on_path.or_else(|| {
+        let cached = PathBuf::from(std::env::var_os("HOME")?)
+            .join(".cache/chainlog-ci/garage/bin/garage");
+        cached.is_file().then_some(cached)
+    })
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// One Garage node.
+struct Node {
+    config: PathBuf,
+    s3: u16,
+    rpc: u16,
+    child: Option<Child>,
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        if let Some(c) = &mut self.child {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// A cluster of `n` nodes on this machine with a bucket `chainlog` and a key for it.
+struct Garage {
+    bin: PathBuf,
+    nodes: Vec<Node>,
+    key_id: String,
+    secret: String,
+}
+
+impl Garage {
+    fn start(dir: &Path, n: usize) -> Option<Garage> {
+        let Some(bin) = garage_binary() else {
+            assert!(
+                std::env::var("CI").is_err(),
+                "CI needs the Garage server (.ci/run installs it)"
+            );
+            eprintln!("garage is not installed: the S3 sync tests did not run");
+            return None;
+        };
+        let secret: String = (0..32).map(|i| format!("{:02x}", (i * 37 + 11) % 256)).collect();
+        let mut nodes = Vec::new();
+        for i in 0..n {
+            let d = dir.join(format!("node{i}"));
+            std::fs::create_dir_all(&d).unwrap();
+            let (rpc, s3) = (free_port(), free_port());
+            let config = d.join("garage.toml");
+            std::fs::write(
+                &config,
+                format!(
+                    "metadata_dir = {meta:?}\ndata_dir = {data:?}\ndb_engine = \"sqlite\"\n\
+                     replication_factor = {n}\nrpc_bind_addr = \"127.0.0.1:{rpc}\"\n\
+                     rpc_public_addr = \"127.0.0.1:{rpc}\"\nrpc_secret = \"{secret}\"\n\
+                     [s3_api]\ns3_region = \"garage\"\napi_bind_addr = \"127.0.0.1:{s3}\"\n\
+                     root_domain = \".s3.garage.localhost\"\n",
+                    meta = d.join("meta"),
+                    data = d.join("data"),
+                ),
+            )
+            .unwrap();
+            let log = std::fs::File::create(d.join("server.log")).unwrap();
+            let child = Command::new(&bin)
+                .arg("-c")
+                .arg(&config)
+                .arg("server")
+                .stdout(log.try_clone().unwrap())
+                .stderr(log)
+                .spawn()
+                .unwrap();
+            nodes.push(Node {
+                config,
+                s3,
+                rpc,
+                child: Some(child),
+            });
+        }
+        let mut g = Garage {
+            bin,
+            nodes,
+            key_id: String::new(),
+            secret: String::new(),
+        };
+        let ids: Vec<String> = (0..n)
+            .map(|i| {
+                let out = g.retry(i, &["node", "id", "-q"]);
+                out.trim().split('@').next().unwrap().to_owned()
+            })
+            .collect();
+        for (i, id) in ids.iter().enumerate().skip(1) {
+            g.retry(0, &["node", "connect", &format!("{id}@127.0.0.1:{}", g.nodes[i].rpc)]);
+        }
+        for (i, id) in ids.iter().enumerate() {
+            g.retry(0, &["layout", "assign", "-z", &format!("dc{i}"), "-c", "1G", id]);
+        }
+        g.retry(0, &["layout", "apply", "--version", "1"]);
+        g.retry(0, &["bucket", "create", "chainlog"]);
+        let key = g.retry(0, &["key", "create", "chainlog-tests"]);
+        let field = |name: &str| {
+            key.lines()
+                .find_map(|l| l.strip_prefix(name))
+                .map(|v| v.trim().to_owned())
+                .unwrap_or_else(|| panic!("no {name} in {key}"))
+        };
+        g.key_id = field("Key ID:");
+        g.secret = field("Secret key:");
+        g.retry(
+            0,
+            &["bucket", "allow", "--read", "--write", "chainlog", "--key", "chainlog-tests"],
+        );
+        Some(g)
+    }
+
+    /// Runs `garage <args>` on node `i` until it succeeds (the server starts, the layout
+    /// spreads); returns its output.
+    fn retry(&self, i: usize, args: &[&str]) -> String {
+        let start = Instant::now();
+        loop {
+            let out = Command::new(&self.bin)
+                .arg("-c")
+                .arg(&self.nodes[i].config)
+                .args(args)
+                .output()
+                .unwrap();
+            if out.status.success() {
+                return String::from_utf8_lossy(&out.stdout).into_owned();
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(60),
+                "garage {args:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
+    /// `chainlog sync` of `m` against this cluster (through node 0), as a process.
+    fn sync(&self, m: &Machine, extra: &[&str]) -> Child {
+        Command::new(env!("CARGO_BIN_EXE_chainlog"))
+            .arg("--claude-dir")
+            .arg(&m.claude)
+            .arg("--index-dir")
+            .arg(&m.index)
+            .args(["sync", "s3://chainlog/sessions", "--all", "--json"])
+            .args(extra)
+            .env("AWS_ENDPOINT_URL", format!("http://127.0.0.1:{}", self.nodes[0].s3))
+            .env("AWS_REGION", "garage")
+            .env("AWS_ACCESS_KEY_ID", &self.key_id)
+            .env("AWS_SECRET_ACCESS_KEY", &self.secret)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    }
+
+    fn sync_ok(&self, m: &Machine) -> serde_json::Value {
+        let out = self.sync(m, &[]).wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "sync: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    }
+}
+
+#[test]
+fn two_machines_sync_through_one_garage_node() {
+    let tmp = tempfile::tempdir().unwrap();
+    let Some(g) = Garage::start(&tmp.path().join("garage"), 1) else {
+        return;
+    };
+    let (a, b) = (Machine::new(tmp.path(), "a"), Machine::new(tmp.path(), "b"));
+    let sessions = seed_sessions(&a, 41);
+    g.sync_ok(&a);
+    let r = g.sync_ok(&b);
+    assert!(r["pulledFiles"].as_u64().unwrap() >= 3, "{r}");
+    assert_eq!(a.files(), b.files());
+    for (sid, _) in &sessions {
+        assert_eq!(a.resume(sid), b.resume(sid));
+    }
+    // An append on A arrives; a sync with nothing new sends nothing.
+    let u = a.append(&sessions[2].1, "after the first sync");
+    g.sync_ok(&a);
+    g.sync_ok(&b);
+    assert_eq!(b.resume(&sessions[2].0).last(), Some(&u));
+    for m in [&a, &b] {
+        let r = g.sync_ok(m);
+        assert_eq!(r["uploadedBytes"], 0, "{r}");
+        assert_eq!(r["pulledFiles"], 0, "{r}");
+    }
+}
+
+#[test]
+fn a_push_survives_a_node_killed_in_a_three_node_cluster() {
+    let tmp = tempfile::tempdir().unwrap();
+    let Some(mut g) = Garage::start(&tmp.path().join("garage"), 3) else {
+        return;
+    };
+    let (a, b) = (Machine::new(tmp.path(), "a"), Machine::new(tmp.path(), "b"));
+    let mut sessions = seed_sessions(&a, 51);
+    // Enough segments that the push is under way when the node dies.
+    for i in 0..6 {
+        let mut o = chainlog_gen::GenOptions::plain(60 + i, 3_000_000);
+        o.corruption = chainlog_gen::Corruption::default();
+        let s = chainlog_gen::generate(&o);
+        let p = chainlog_gen::write_session(&a.claude.join("projects"), &s).unwrap();
+        sessions.push((s.session_id, p));
+    }
+    let mut push = g.sync(&a, &[]);
+    std::thread::sleep(Duration::from_millis(150));
+    assert!(
+        push.try_wait().unwrap().is_none(),
+        "the push is under way when the node dies"
+    );
+    let mut victim = g.nodes[2].child.take().unwrap();
+    victim.kill().unwrap(); // SIGKILL
+    victim.wait().unwrap();
+    let out = push.wait_with_output().unwrap();
+    // Quorum writes (2 of 3) go on; a sync that failed meanwhile is completed by the next.
+    if !out.status.success() {
+        eprintln!("first push: {}", String::from_utf8_lossy(&out.stderr));
+        g.sync_ok(&a);
+    }
+    g.sync_ok(&b);
+    assert_eq!(a.files(), b.files());
+    for (sid, _) in &sessions {
+        assert_eq!(a.resume(sid), b.resume(sid));
+    }
+}
