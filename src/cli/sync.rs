@@ -10,9 +10,12 @@ use super::{Cli, CliResult};
 
 #[derive(Debug, clap::Args)]
 pub struct SyncArgs {
-    /// `s3://bucket/prefix` (S3, R2, B2, MinIO, Garage: endpoint and credentials from
-    /// AWS_ENDPOINT_URL, AWS_REGION, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY) or
-    /// `file:///path` (a shared or mounted folder).
+    #[arg(
+        value_name = "REMOTE",
+        help = "s3://bucket/prefix (S3, R2, B2, MinIO, Garage: endpoint and credentials from \
+                AWS_ENDPOINT_URL, AWS_REGION, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY) or \
+                file:///path (a shared or mounted folder)"
+    )]
     pub remote: String,
     /// The project: a working directory, a project directory or a project key (default: the
     /// current directory).

@@ -428,6 +428,7 @@ const LAYERS: &[&[&str]] = &[
     &["index"],
     &["catalog"],
     &["export", "search", "writer"],
+    &["sync"],
     &["store"],
 ];
 

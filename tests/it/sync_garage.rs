@@ -22,8 +22,8 @@ fn garage_binary() -> Option<PathBuf> {
             .find(|p| p.is_file())
     });
     on_path.or_else(|| {
-        let cached = PathBuf::from(std::env::var_os("HOME")?)
-            .join(".cache/chainlog-ci/garage/bin/garage");
+        let cached =
+            PathBuf::from(std::env::var_os("HOME")?).join(".cache/chainlog-ci/garage/bin/garage");
         cached.is_file().then_some(cached)
     })
 }
@@ -71,7 +71,7 @@ impl Garage {
             eprintln!("garage is not installed: the S3 sync tests did not run");
             return None;
         };
-        let secret: String = (0..32).map(|i| format!("{:02x}", (i * 37 + 11) % 256)).collect();
+        let secret = uuid::Uuid::new_v4().simple().to_string().repeat(2);
         let mut nodes = Vec::new();
         for i in 0..n {
             let d = dir.join(format!("node{i}"));
@@ -86,8 +86,8 @@ impl Garage {
                      rpc_public_addr = \"127.0.0.1:{rpc}\"\nrpc_secret = \"{secret}\"\n\
                      [s3_api]\ns3_region = \"garage\"\napi_bind_addr = \"127.0.0.1:{s3}\"\n\
                      root_domain = \".s3.garage.localhost\"\n",
-                    meta = d.join("meta"),
-                    data = d.join("data"),
+                    meta = d.join("meta").display().to_string(),
+                    data = d.join("data").display().to_string(),
                 ),
             )
             .unwrap();
@@ -120,10 +120,20 @@ impl Garage {
             })
             .collect();
         for (i, id) in ids.iter().enumerate().skip(1) {
-            g.retry(0, &["node", "connect", &format!("{id}@127.0.0.1:{}", g.nodes[i].rpc)]);
+            g.retry(
+                0,
+                &[
+                    "node",
+                    "connect",
+                    &format!("{id}@127.0.0.1:{}", g.nodes[i].rpc),
+                ],
+            );
         }
         for (i, id) in ids.iter().enumerate() {
-            g.retry(0, &["layout", "assign", "-z", &format!("dc{i}"), "-c", "1G", id]);
+            g.retry(
+                0,
+                &["layout", "assign", "-z", &format!("dc{i}"), "-c", "1G", id],
+            );
         }
         g.retry(0, &["layout", "apply", "--version", "1"]);
         g.retry(0, &["bucket", "create", "chainlog"]);
@@ -131,14 +141,21 @@ impl Garage {
         let field = |name: &str| {
             key.lines()
                 .find_map(|l| l.strip_prefix(name))
-                .map(|v| v.trim().to_owned())
-                .unwrap_or_else(|| panic!("no {name} in {key}"))
+                .map_or_else(|| panic!("no {name} in {key}"), |v| v.trim().to_owned())
         };
         g.key_id = field("Key ID:");
         g.secret = field("Secret key:");
         g.retry(
             0,
-            &["bucket", "allow", "--read", "--write", "chainlog", "--key", "chainlog-tests"],
+            &[
+                "bucket",
+                "allow",
+                "--read",
+                "--write",
+                "chainlog",
+                "--key",
+                "chainlog-tests",
+            ],
         );
         Some(g)
     }
@@ -158,7 +175,7 @@ impl Garage {
                 return String::from_utf8_lossy(&out.stdout).into_owned();
             }
             assert!(
-                start.elapsed() < Duration::from_secs(60),
+                start.elapsed() < Duration::from_mins(1),
                 "garage {args:?}: {}",
                 String::from_utf8_lossy(&out.stderr)
             );
@@ -175,7 +192,10 @@ impl Garage {
             .arg(&m.index)
             .args(["sync", "s3://chainlog/sessions", "--all", "--json"])
             .args(extra)
-            .env("AWS_ENDPOINT_URL", format!("http://127.0.0.1:{}", self.nodes[0].s3))
+            .env(
+                "AWS_ENDPOINT_URL",
+                format!("http://127.0.0.1:{}", self.nodes[0].s3),
+            )
             .env("AWS_REGION", "garage")
             .env("AWS_ACCESS_KEY_ID", &self.key_id)
             .env("AWS_SECRET_ACCESS_KEY", &self.secret)
@@ -205,56 +225,56 @@ fn two_machines_sync_through_one_garage_node() {
     let (a, b) = (Machine::new(tmp.path(), "a"), Machine::new(tmp.path(), "b"));
     let sessions = seed_sessions(&a, 41);
     g.sync_ok(&a);
-    let r = g.sync_ok(&b);
-    assert!(r["pulledFiles"].as_u64().unwrap() >= 3, "{r}");
+    let first = g.sync_ok(&b);
+    assert!(first["pulledFiles"].as_u64().unwrap() >= 3, "{first}");
     assert_eq!(a.files(), b.files());
     for (sid, _) in &sessions {
         assert_eq!(a.resume(sid), b.resume(sid));
     }
     // An append on A arrives; a sync with nothing new sends nothing.
-    let u = a.append(&sessions[2].1, "after the first sync");
+    let appended = a.append(&sessions[2].1, "after the first sync");
     g.sync_ok(&a);
     g.sync_ok(&b);
-    assert_eq!(b.resume(&sessions[2].0).last(), Some(&u));
+    assert_eq!(b.resume(&sessions[2].0).last(), Some(&appended));
     for m in [&a, &b] {
-        let r = g.sync_ok(m);
-        assert_eq!(r["uploadedBytes"], 0, "{r}");
-        assert_eq!(r["pulledFiles"], 0, "{r}");
+        let again = g.sync_ok(m);
+        assert_eq!(again["uploadedBytes"], 0, "{again}");
+        assert_eq!(again["pulledFiles"], 0, "{again}");
     }
 }
 
 #[test]
 fn a_push_survives_a_node_killed_in_a_three_node_cluster() {
     let tmp = tempfile::tempdir().unwrap();
-    let Some(mut g) = Garage::start(&tmp.path().join("garage"), 3) else {
+    let Some(mut cluster) = Garage::start(&tmp.path().join("garage"), 3) else {
         return;
     };
     let (a, b) = (Machine::new(tmp.path(), "a"), Machine::new(tmp.path(), "b"));
     let mut sessions = seed_sessions(&a, 51);
     // Enough segments that the push is under way when the node dies.
     for i in 0..6 {
-        let mut o = chainlog_gen::GenOptions::plain(60 + i, 3_000_000);
-        o.corruption = chainlog_gen::Corruption::default();
-        let s = chainlog_gen::generate(&o);
-        let p = chainlog_gen::write_session(&a.claude.join("projects"), &s).unwrap();
-        sessions.push((s.session_id, p));
+        let mut opts = chainlog_gen::GenOptions::plain(60 + i, 3_000_000);
+        opts.corruption = chainlog_gen::Corruption::default();
+        let session = chainlog_gen::generate(&opts);
+        let path = chainlog_gen::write_session(&a.claude.join("projects"), &session).unwrap();
+        sessions.push((session.session_id, path));
     }
-    let mut push = g.sync(&a, &[]);
+    let mut push = cluster.sync(&a, &[]);
     std::thread::sleep(Duration::from_millis(150));
     assert!(
         push.try_wait().unwrap().is_none(),
         "the push is under way when the node dies"
     );
-    let mut victim = g.nodes[2].child.take().unwrap();
+    let mut victim = cluster.nodes[2].child.take().unwrap();
     victim.kill().unwrap(); // SIGKILL
     victim.wait().unwrap();
     let out = push.wait_with_output().unwrap();
     // Quorum writes (2 of 3) go on; a sync that failed meanwhile is completed by the next.
     if !out.status.success() {
         eprintln!("first push: {}", String::from_utf8_lossy(&out.stderr));
-        g.sync_ok(&a);
+        cluster.sync_ok(&a);
     }
-    g.sync_ok(&b);
+    cluster.sync_ok(&b);
     assert_eq!(a.files(), b.files());
     for (sid, _) in &sessions {
         assert_eq!(a.resume(sid), b.resume(sid));

@@ -230,6 +230,26 @@ fn check_marker(remote: &Remote, seal: &Seal) -> Result<()> {
     }
 }
 
+impl Sync<'_> {
+    /// The state of a local file nothing of which is synced yet.
+    fn empty_state(&self, rel: &str, project: format::Project, blob: bool) -> state::FileState {
+        let id = format::file_id(&self.seal, rel);
+        let start = format::chain_start(&self.seal, &id);
+        state::FileState::empty(id, start, project, blob)
+    }
+}
+
+/// Whether `e` is the remote failing (ends the sync) rather than one file's trouble.
+fn unreachable(e: &Error) -> bool {
+    matches!(
+        e,
+        Error::Remote {
+            fault: RemoteFault::Store(_),
+            ..
+        }
+    )
+}
+
 /// The files sync covers in the projects folder: each project's `<session>.jsonl` and the
 /// files below its `<session>/` folder, as `(project key, path below the project)`, sorted.
 /// Links and special files are not followed.

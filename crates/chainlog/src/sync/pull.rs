@@ -55,10 +55,13 @@ impl Sync<'_> {
             .flat_map(|(m, ms)| ms.entries.values().map(move |e| (m.clone(), e.clone())))
             .collect();
         for (m, e) in work {
-            if let Err(err) = self.apply(&m, &e) {
-                self.report
+            match self.apply(&m, &e) {
+                Err(err) if super::unreachable(&err) => return Err(err),
+                Err(err) => self
+                    .report
                     .skipped
-                    .push(format!("{} of machine {m}: {err}", e.rel));
+                    .push(format!("{} of machine {m}: {err}", e.rel)),
+                Ok(()) => {}
             }
         }
         Ok(())
@@ -210,7 +213,7 @@ impl Sync<'_> {
         };
         fetched.reverse();
         let done = match base {
-            Base::Local(off) => self.extend_or_fork(m, e, &key, &local, off, &fetched, &scratch),
+            Base::Local(off) => self.extend_or_fork(m, e, &key, off, &fetched, &scratch),
             Base::Fork(k) => self.extend_fork(&k, &fetched),
         };
         let _ = std::fs::remove_dir_all(&scratch);
@@ -222,11 +225,12 @@ impl Sync<'_> {
         m: &str,
         e: &Entry,
         key: &str,
-        local: &str,
         off: u64,
         fetched: &[Fetched],
         scratch: &Path,
     ) -> Result<()> {
+        let local = format!("{key}/{}", e.rel);
+        let local = local.as_str();
         let st_len = self.state.files.get(local).map_or(0, |s| s.len);
         let folder = self.folder_of(key, &e.rel, true)?;
         let name = file_name(&e.rel);
@@ -248,24 +252,11 @@ impl Sync<'_> {
                 at += bytes.len() as u64;
             }
             file.sync_data().map_err(|err| Error::io(&path, err))?;
-            let id = e.id.clone();
-            let start = chain_start(&self.seal, &id);
-            let project = e.project.clone();
-            let st = self
-                .state
-                .files
-                .entry(local.to_owned())
-                .or_insert_with(|| FileState {
-                    id,
-                    project,
-                    len: 0,
-                    head: start.clone(),
-                    owner: None,
-                    boundaries: vec![(0, start)],
-                    blob: false,
-                    published: None,
-                    sync_fork_len: None,
-                });
+            if !self.state.files.contains_key(local) {
+                let st = self.empty_state(&e.rel, e.project.clone(), false);
+                self.state.files.insert(local.to_owned(), st);
+            }
+            let st = self.state.files.get_mut(local).expect("the file's state");
             for f in fetched {
                 let end = f.start + std::fs::metadata(&f.file).map_or(0, |md| md.len());
                 st.boundaries.push((end, f.head.clone()));
@@ -285,33 +276,50 @@ impl Sync<'_> {
             ));
             return Ok(());
         }
-        // Both continued from `off`: theirs becomes a session of its own.
-        let source = scratch.join("copy").join(name);
+        self.keep_as_fork(m, e, key, off, fetched, &source_of(scratch, name))
+    }
+
+    /// Both machines continued from `off`: the other's continuation (the local file's first
+    /// `off` bytes, then `fetched`) becomes a session of its own in project `key`.
+    fn keep_as_fork(
+        &mut self,
+        m: &str,
+        e: &Entry,
+        key: &str,
+        off: u64,
+        fetched: &[Fetched],
+        source: &Path,
+    ) -> Result<()> {
+        let name = file_name(&e.rel);
+        let local = format!("{key}/{}", e.rel);
+        let folder = self.folder_of(key, &e.rel, true)?;
+        let path = folder.join(name);
+        let path = path.as_path();
         std::fs::create_dir_all(source.parent().expect("a parent"))
-            .map_err(|err| Error::io(&source, err))?;
-        let mut out = std::fs::File::create(&source).map_err(|err| Error::io(&source, err))?;
+            .map_err(|err| Error::io(source, err))?;
+        let mut out = std::fs::File::create(source).map_err(|err| Error::io(source, err))?;
         {
             use std::io::Read;
-            let mut prefix = std::fs::File::open(&path)
-                .map_err(|err| Error::io(&path, err))?
+            let mut prefix = std::fs::File::open(path)
+                .map_err(|err| Error::io(path, err))?
                 .take(off);
-            std::io::copy(&mut prefix, &mut out).map_err(|err| Error::io(&source, err))?;
+            std::io::copy(&mut prefix, &mut out).map_err(|err| Error::io(source, err))?;
         }
         for f in fetched {
             let bytes = std::fs::read(&f.file).map_err(|err| Error::io(&f.file, err))?;
             out.write_all(&bytes)
-                .map_err(|err| Error::io(&source, err))?;
+                .map_err(|err| Error::io(source, err))?;
         }
         drop(out);
-        let scratch_index = Sidecars::new(scratch.join("index"));
-        let session = crate::writer::copy::fork_into(&scratch_index, &source, folder.path())?;
+        let scratch_index = Sidecars::new(source.parent().expect("a parent").join("index"));
+        let session = crate::writer::copy::fork_into(&scratch_index, source, folder.path())?;
         let made = format!("{key}/{session}.jsonl");
         let made_len =
             std::fs::metadata(folder.join(&format!("{session}.jsonl"))).map_or(0, |md| md.len());
         let parted = self
             .state
             .files
-            .get(local)
+            .get(&local)
             .and_then(|s| s.boundaries.iter().find(|(o, _)| *o == off))
             .map_or_else(|| chain_start(&self.seal, &e.id), |(_, h)| h.clone());
         self.state.forks.insert(
@@ -384,24 +392,11 @@ impl Sync<'_> {
     fn note_sync_fork(&mut self, local: &str, len: u64) {
         let rel = local.split_once('/').map_or(local, |(_, r)| r).to_owned();
         let key = local.split_once('/').map_or("", |(k, _)| k).to_owned();
-        let id = file_id(&self.seal, &rel);
-        let start = chain_start(&self.seal, &id);
-        let project = self.placer.describe(&key);
-        let st = self
-            .state
-            .files
-            .entry(local.to_owned())
-            .or_insert_with(|| FileState {
-                id,
-                project,
-                len: 0,
-                head: start.clone(),
-                owner: None,
-                boundaries: vec![(0, start)],
-                blob: false,
-                published: None,
-                sync_fork_len: None,
-            });
+        if !self.state.files.contains_key(local) {
+            let st = self.empty_state(&rel, self.placer.describe(&key), false);
+            self.state.files.insert(local.to_owned(), st);
+        }
+        let st = self.state.files.get_mut(local).expect("the file's state");
         st.sync_fork_len = Some(len);
     }
 
@@ -488,6 +483,11 @@ impl Sync<'_> {
             .map_err(|err| Error::io(&dir, err))?;
         Ok(dir)
     }
+}
+
+/// Where the other machine's version of a transcript is put together before it is forked.
+fn source_of(scratch: &Path, name: &str) -> PathBuf {
+    scratch.join("copy").join(name)
 }
 
 fn file_name(rel: &str) -> &str {

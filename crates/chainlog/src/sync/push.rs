@@ -8,8 +8,8 @@ use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 use super::format::{
-    Entry, Manifest, OBJECT_MAX, SEGMENT_MAX, SegmentHeader, blob_name, chain_next, chain_start,
-    file_id, segment_bytes, segment_name, seq_name,
+    Entry, Manifest, OBJECT_MAX, SEGMENT_MAX, SegmentHeader, blob_name, chain_next, segment_bytes,
+    segment_name, seq_name,
 };
 use super::state::FileState;
 use super::{Sync, local_files};
@@ -26,22 +26,10 @@ impl Sync<'_> {
     pub(super) fn push(&mut self) -> Result<()> {
         for (key, rel) in local_files(&self.projects, &self.scope) {
             let path = self.projects.join(&key).join(&rel);
-            let blob = !rel.ends_with(".jsonl");
+            let blob = Path::new(&rel).extension().is_none_or(|x| x != "jsonl");
             let local = format!("{key}/{rel}");
             if !self.state.files.contains_key(&local) {
-                let id = file_id(&self.seal, &rel);
-                let start = chain_start(&self.seal, &id);
-                let st = FileState {
-                    id,
-                    project: self.placer.describe(&key),
-                    len: 0,
-                    head: start.clone(),
-                    owner: None,
-                    boundaries: vec![(0, start)],
-                    blob,
-                    published: None,
-                    sync_fork_len: None,
-                };
+                let st = self.empty_state(&rel, self.placer.describe(&key), blob);
                 self.state.files.insert(local.clone(), st);
             }
             let done = if blob {
@@ -49,8 +37,12 @@ impl Sync<'_> {
             } else {
                 self.push_transcript(&local, &rel, &path)
             };
-            if let Err(e) = done {
-                self.report.skipped.push(format!("{}: {e}", path.display()));
+            match done {
+                // The remote failing (after the store's retries) ends the sync: the next
+                // completes it.
+                Err(e) if super::unreachable(&e) => return Err(e),
+                Err(e) => self.report.skipped.push(format!("{}: {e}", path.display())),
+                Ok(()) => {}
             }
         }
         Ok(())

@@ -35,6 +35,23 @@ pub struct FileState {
     pub sync_fork_len: Option<u64>,
 }
 
+impl FileState {
+    /// A file nothing of which is synced yet: chain hash `start`, no boundary but `0`.
+    pub fn empty(id: String, start: String, project: Project, blob: bool) -> FileState {
+        FileState {
+            id,
+            project,
+            len: 0,
+            head: start.clone(),
+            owner: None,
+            boundaries: vec![(0, start)],
+            blob,
+            published: None,
+            sync_fork_len: None,
+        }
+    }
+}
+
 /// Another machine's files, folded from its manifests.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct MachineState {
