@@ -35,6 +35,7 @@ mod search;
 mod search_damage;
 mod sync;
 mod sync_garage;
+mod sync_properties;
 mod tty;
 mod writer;
 mod writer_processes;

@@ -17,6 +17,7 @@ use super::format::{
     Entry, Manifest, OBJECT_MAX, blob_name, chain_next, chain_start, file_id, parse_segment,
     segment_name, seq_name, valid_rel,
 };
+use super::push::tail_hash;
 use super::state::{FileState, ForkState, MachineState};
 use super::{ForkNote, Sync};
 use crate::error::{Error, RemoteFault, Result};
@@ -153,6 +154,7 @@ impl Sync<'_> {
         known.insert(start, 0);
         if let Some(st) = st {
             known.extend(st.boundaries.iter().map(|(o, h)| (h.clone(), *o)));
+            known.extend(st.contained.iter().map(|(o, h)| (h.clone(), *o)));
         }
         if known.contains_key(&e.head) {
             return Ok(()); // this machine has it (or more)
@@ -239,34 +241,64 @@ impl Sync<'_> {
             .expect("a file opened with create exists");
         let path = folder.join(name);
         let len = file.metadata().map_err(|err| Error::io(&path, err))?.len();
-        if len == off && st_len == off {
-            // This machine's file ends where the other's continues: append.
-            let mut at = off;
-            for f in fetched {
-                if f.start != at {
-                    return Err(self.damaged("segments that do not follow each other"));
+        // How much of the other continuation the local file already holds after `off`
+        // (`None`: they differ). Equal bytes are not a divergence: a sync killed after it
+        // appended and before it saved its state pushes them again under its own chain.
+        let held = held_after(&file, &path, off, len, fetched)?;
+        let theirs = fetched_len(fetched);
+        match held {
+            Some(n) if st_len == off && (n == len - off || n == theirs) => {
+                // The local file ends inside (or where) the other's continues: append the rest.
+                let mut at = off;
+                for f in fetched {
+                    if f.start != at {
+                        return Err(self.damaged("segments that do not follow each other"));
+                    }
+                    let bytes = std::fs::read(&f.file).map_err(|err| Error::io(&f.file, err))?;
+                    let skip = usize::try_from(len.saturating_sub(at)).unwrap_or(usize::MAX);
+                    if skip < bytes.len() {
+                        file.write_all(&bytes[skip..])
+                            .map_err(|err| Error::io(&path, err))?;
+                    }
+                    at += bytes.len() as u64;
                 }
-                let bytes = std::fs::read(&f.file).map_err(|err| Error::io(&f.file, err))?;
-                file.write_all(&bytes)
-                    .map_err(|err| Error::io(&path, err))?;
-                at += bytes.len() as u64;
+                file.sync_data().map_err(|err| Error::io(&path, err))?;
+                if !self.state.files.contains_key(local) {
+                    let st = self.empty_state(&e.rel, e.project.clone(), false);
+                    self.state.files.insert(local.to_owned(), st);
+                }
+                let last = fetched.last().map(|f| f.file.clone());
+                let tail = match last {
+                    Some(f) => Some(std::fs::read(&f).map_err(|err| Error::io(&f, err))?),
+                    None => None,
+                };
+                let tail = tail.map(|b| tail_hash(&self.seal, &b));
+                let st = self.state.files.get_mut(local).expect("the file's state");
+                for f in fetched {
+                    let end = f.start + std::fs::metadata(&f.file).map_or(0, |md| md.len());
+                    st.boundaries.push((end, f.head.clone()));
+                    st.tail = tail.clone().map(|h| (f.start, h));
+                    st.len = end;
+                    st.head.clone_from(&f.head);
+                    st.owner = Some(f.owner.clone());
+                }
+                if at > len {
+                    self.report.pulled_files += 1;
+                    self.report.pulled_bytes += at - len;
+                }
+                return Ok(());
             }
-            file.sync_data().map_err(|err| Error::io(&path, err))?;
-            if !self.state.files.contains_key(local) {
-                let st = self.empty_state(&e.rel, e.project.clone(), false);
-                self.state.files.insert(local.to_owned(), st);
+            Some(n) if n == theirs => {
+                // The local file holds all of it already: remember their heads.
+                if let Some(st) = self.state.files.get_mut(local) {
+                    for f in fetched {
+                        let end = f.start + std::fs::metadata(&f.file).map_or(0, |md| md.len());
+                        st.contained.push((end, f.head.clone()));
+                    }
+                }
+                return Ok(());
             }
-            let st = self.state.files.get_mut(local).expect("the file's state");
-            for f in fetched {
-                let end = f.start + std::fs::metadata(&f.file).map_or(0, |md| md.len());
-                st.boundaries.push((end, f.head.clone()));
-                st.len = end;
-                st.head.clone_from(&f.head);
-                st.owner = Some(f.owner.clone());
-            }
-            self.report.pulled_files += 1;
-            self.report.pulled_bytes += at - off;
-            return Ok(());
+            _ => {}
         }
         drop(file);
         if e.rel.contains('/') {
@@ -311,25 +343,39 @@ impl Sync<'_> {
                 .map_err(|err| Error::io(source, err))?;
         }
         drop(out);
-        let scratch_index = Sidecars::new(source.parent().expect("a parent").join("index"));
-        let session = crate::writer::copy::fork_into(&scratch_index, source, folder.path())?;
-        let made = format!("{key}/{session}.jsonl");
-        let made_len =
-            std::fs::metadata(folder.join(&format!("{session}.jsonl"))).map_or(0, |md| md.len());
         let parted = self
             .state
             .files
             .get(&local)
             .and_then(|s| s.boundaries.iter().find(|(o, _)| *o == off))
             .map_or_else(|| chain_start(&self.seal, &e.id), |(_, h)| h.clone());
+        let fork_key = format!("{m}/{}/{parted}", e.id);
+        // One id for this fork whatever happens: a sync killed while writing it writes the
+        // same session again (the writer skips the messages it holds), and the fork is
+        // recorded, not to be pushed, before its file exists.
+        let digest = blake3::hash(format!("{}/{fork_key}", self.state.machine).as_bytes());
+        let mut id = [0u8; 16];
+        id.copy_from_slice(&digest.as_bytes()[..16]);
+        let session = uuid::Builder::from_random_bytes(id).into_uuid().to_string();
+        let made = format!("{key}/{session}.jsonl");
+        // Recorded with no head copied yet: a sync killed before the copy makes it again.
         self.state.forks.insert(
-            format!("{m}/{}/{parted}", e.id),
+            fork_key.clone(),
             ForkState {
                 session: session.clone(),
                 local: made.clone(),
-                heads: fetched.iter().map(|f| f.head.clone()).collect(),
+                heads: Vec::new(),
             },
         );
+        self.note_sync_fork(&made, u64::MAX);
+        self.state.save(&self.state_path)?;
+        let scratch_index = Sidecars::new(source.parent().expect("a parent").join("index"));
+        crate::writer::copy::fork_into(&scratch_index, source, folder.path(), &session)?;
+        let made_len =
+            std::fs::metadata(folder.join(&format!("{session}.jsonl"))).map_or(0, |md| md.len());
+        if let Some(f) = self.state.forks.get_mut(&fork_key) {
+            f.heads = fetched.iter().map(|f| f.head.clone()).collect();
+        }
         self.note_sync_fork(&made, made_len);
         self.report.forks.push(ForkNote {
             session: name.trim_end_matches(".jsonl").to_owned(),
@@ -443,6 +489,8 @@ impl Sync<'_> {
                 head: e.head.clone(),
                 owner: Some(e.owner.clone()),
                 boundaries: Vec::new(),
+                contained: Vec::new(),
+                tail: None,
                 blob: true,
                 published: None,
                 sync_fork_len: None,
@@ -483,6 +531,43 @@ impl Sync<'_> {
             .map_err(|err| Error::io(&dir, err))?;
         Ok(dir)
     }
+}
+
+/// The bytes of the segments fetched.
+fn fetched_len(fetched: &[Fetched]) -> u64 {
+    fetched
+        .iter()
+        .map(|f| std::fs::metadata(&f.file).map_or(0, |md| md.len()))
+        .sum()
+}
+
+/// How many bytes after `off` the local file (`len` long) shares with the continuation
+/// `fetched`: `Some(n)` when one is a prefix of the other (`n` the shorter's length), `None` when
+/// they differ.
+fn held_after(
+    file: &std::fs::File,
+    path: &Path,
+    off: u64,
+    len: u64,
+    fetched: &[Fetched],
+) -> Result<Option<u64>> {
+    use std::os::unix::fs::FileExt;
+    let mut at = off;
+    for f in fetched {
+        if at >= len {
+            break;
+        }
+        let theirs = std::fs::read(&f.file).map_err(|err| Error::io(&f.file, err))?;
+        let n = usize::try_from((len - at).min(theirs.len() as u64)).expect("fits");
+        let mut mine = vec![0; n];
+        file.read_exact_at(&mut mine, at)
+            .map_err(|err| Error::io(path, err))?;
+        if mine != theirs[..n] {
+            return Ok(None);
+        }
+        at += n as u64;
+    }
+    Ok(Some(at - off))
 }
 
 /// Where the other machine's version of a transcript is put together before it is forked.

@@ -55,7 +55,8 @@ impl Sync<'_> {
         }
         let st = &self.state.files[local];
         let n = meta.len();
-        if n == st.len || st.sync_fork_len == Some(n) {
+        // A fork sync wrote is pushed once it holds more than sync wrote.
+        if n == st.len || st.sync_fork_len.is_some_and(|l| n <= l) {
             return Ok(());
         }
         let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
@@ -110,7 +111,9 @@ impl Sync<'_> {
             at += end as u64;
             head = next;
             owner = Some(self.state.machine.clone());
+            let tail = tail_hash(&self.seal, bytes);
             let st = self.state.files.get_mut(local).expect("the file's state");
+            st.tail = Some((at - end as u64, tail));
             st.len = at;
             st.head.clone_from(&head);
             st.owner.clone_from(&owner);
@@ -221,6 +224,11 @@ fn entry(local: &str, st: &FileState) -> Entry {
     }
 }
 
+/// The hash a file's last synced segment is checked by.
+pub(super) fn tail_hash(seal: &super::seal::Seal, bytes: &[u8]) -> String {
+    seal.hash(&[b"tail", bytes])
+}
+
 /// Whether the file still holds the bytes of its last synced segment (read: that segment
 /// only), so that what follows can be chained after it.
 fn prefix_unchanged(
@@ -229,11 +237,11 @@ fn prefix_unchanged(
     file: &std::fs::File,
     path: &Path,
 ) -> Result<bool> {
-    let [.., (from, before), (to, after)] = st.boundaries.as_slice() else {
-        return Ok(true);
+    let Some((from, hash)) = &st.tail else {
+        return Ok(st.len == 0);
     };
-    let mut bytes = vec![0; usize::try_from(to - from).expect("a segment fits memory")];
+    let mut bytes = vec![0; usize::try_from(st.len - from).expect("a segment fits memory")];
     file.read_exact_at(&mut bytes, *from)
         .map_err(|e| Error::io(path, e))?;
-    Ok(&chain_next(seal, before, &bytes) == after)
+    Ok(&tail_hash(seal, &bytes) == hash)
 }

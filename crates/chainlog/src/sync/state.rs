@@ -26,6 +26,14 @@ pub struct FileState {
     pub owner: Option<String>,
     /// Every segment boundary: offset and chain hash, ascending (the first is `0`).
     pub boundaries: Vec<(u64, String)>,
+    /// Other machines' heads whose bytes the file holds at these offsets under another chain
+    /// (the same bytes pushed twice, by a sync killed before it saved its state).
+    #[serde(default)]
+    pub contained: Vec<(u64, String)>,
+    /// Where the last segment starts and the hash of its bytes: checked before the file's
+    /// growth is pushed (a file rewritten since is not chained onto).
+    #[serde(default)]
+    pub tail: Option<(u64, String)>,
     /// A whole file, not a transcript.
     pub blob: bool,
     /// The head last published in this machine's manifest.
@@ -45,6 +53,8 @@ impl FileState {
             head: start.clone(),
             owner: None,
             boundaries: vec![(0, start)],
+            contained: Vec::new(),
+            tail: None,
             blob,
             published: None,
             sync_fork_len: None,

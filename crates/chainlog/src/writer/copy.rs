@@ -106,8 +106,8 @@ fn source_session_id(source: &Path) -> Result<String> {
         .ok_or_else(|| Error::NotFound(format!("{}: not a session file", source.display())))
 }
 
-fn new_writer(store: &Sidecars, dir: &Path, cwd: &str) -> Result<SessionWriter> {
-    let sid = uuid::Uuid::new_v4().to_string();
+fn new_writer(store: &Sidecars, dir: &Path, cwd: &str, sid: Option<&str>) -> Result<SessionWriter> {
+    let sid = sid.map_or_else(|| uuid::Uuid::new_v4().to_string(), str::to_owned);
     SessionWriter::open(store, dir, &sid, WriterOptions::new(cwd))
 }
 
@@ -122,22 +122,34 @@ fn cwd_of(entries: &[serde_json::Map<String, Value>]) -> String {
 /// Writes a new session holding `source`'s resume view (cut after `at`) the way
 /// `--fork-session` does (format.md §A8). Returns the new session id.
 pub(crate) fn fork(store: &Sidecars, source: &Path, at: Option<&str>) -> Result<String> {
-    fork_to(store, source, at, source.parent().unwrap_or(Path::new(".")))
+    fork_to(
+        store,
+        source,
+        at,
+        source.parent().unwrap_or(Path::new(".")),
+        None,
+    )
 }
 
-/// [`fork`] of the whole resume view into the project folder `dest` (sync keeps another
-/// machine's continuation this way; `source` is a copy outside the claude dir, indexed in
-/// `store`, and the new session is written in `dest` with the writer's own index catch-up
-/// left to the next reader).
-pub(crate) fn fork_into(store: &Sidecars, source: &Path, dest: &Path) -> Result<String> {
-    fork_to(store, source, None, dest)
+/// [`fork`] of the whole resume view into session `sid` of the project folder `dest` (sync
+/// keeps another machine's continuation this way; `source` is a copy outside the claude dir,
+/// indexed in `store`). Run again on the same `sid`, it writes no message twice (the writer
+/// skips uuids the session holds).
+pub(crate) fn fork_into(store: &Sidecars, source: &Path, dest: &Path, sid: &str) -> Result<String> {
+    fork_to(store, source, None, dest, Some(sid))
 }
 
-fn fork_to(store: &Sidecars, source: &Path, at: Option<&str>, dest: &Path) -> Result<String> {
+fn fork_to(
+    store: &Sidecars,
+    source: &Path,
+    at: Option<&str>,
+    dest: &Path,
+    sid: Option<&str>,
+) -> Result<String> {
     let src_sid = source_session_id(source)?;
     let entries = view(store, source, at)?;
     let (title, replacements) = session_metadata(source, &src_sid)?;
-    let mut w = new_writer(store, dest, &cwd_of(&entries))?;
+    let mut w = new_writer(store, dest, &cwd_of(&entries), sid)?;
     let mut batch: Vec<Value> = Vec::new();
     if let Some(t) = title {
         batch.push(json!({"type": "custom-title", "customTitle": t}));
@@ -173,6 +185,7 @@ pub(crate) fn branch(store: &Sidecars, source: &Path, name: Option<&str>) -> Res
         store,
         source.parent().unwrap_or(Path::new(".")),
         &cwd_of(&entries),
+        None,
     )?;
     let mut batch: Vec<Value> = Vec::new();
     let combined: Vec<Value> = replacements
