@@ -17,18 +17,8 @@ pub struct SyncArgs {
                 file:///path (a shared or mounted folder)"
     )]
     pub remote: String,
-    /// The project: a working directory, a project directory or a project key (default: the
-    /// current directory).
-    #[arg(
-        long,
-        value_name = "DIR",
-        conflicts_with = "all",
-        allow_hyphen_values = true
-    )]
-    pub project: Option<PathBuf>,
-    /// Every project.
-    #[arg(long)]
-    pub all: bool,
+    #[command(flatten)]
+    pub scope: super::Scope,
     /// Another machine's project under FROM goes under TO here (remembered for this remote).
     #[arg(long = "map", value_name = "FROM=TO", value_parser = parse_map)]
     pub maps: Vec<(String, String)>,
@@ -59,7 +49,7 @@ pub fn run(cli: &Cli, a: &SyncArgs, out: &mut impl Write) -> CliResult {
         )
         .into());
     }
-    let scope = match (&a.project, a.all) {
+    let scope = match (&a.scope.project, a.scope.all) {
         (_, true) => SyncScope::All,
         (Some(p), false) => SyncScope::Project(p.clone()),
         (None, false) => SyncScope::Project(std::env::current_dir()?),

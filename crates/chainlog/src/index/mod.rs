@@ -170,6 +170,7 @@ impl Sidecars {
     }
 
     /// The folder the sidecars are kept in.
+    #[cfg(feature = "sync")]
     pub fn index_dir(&self) -> &Path {
         &self.index_dir
     }

@@ -118,16 +118,7 @@ fn read_prefix(path: &Path, max: u64) -> Option<Vec<u8>> {
 /// The URL of `origin` of the repository holding `dir` (`host/path`, so that the ssh and https
 /// forms of one repository agree), from its config file (no `git` process).
 pub fn git_origin(dir: &Path) -> Option<String> {
-    let git = dir
-        .ancestors()
-        .map(|d| d.join(".git"))
-        .find(|g| g.exists())?;
-    let mut git_dir = if git.is_file() {
-        let text = std::fs::read_to_string(&git).ok()?;
-        git.parent()?.join(text.strip_prefix("gitdir:")?.trim())
-    } else {
-        git
-    };
+    let mut git_dir = crate::writer::git_dir(dir)?;
     // A worktree's folder names the repository's common folder, which holds the config.
     if let Ok(common) = std::fs::read_to_string(git_dir.join("commondir")) {
         git_dir = git_dir.join(common.trim());

@@ -135,6 +135,7 @@ pub(crate) fn fork(store: &Sidecars, source: &Path, at: Option<&str>) -> Result<
 /// keeps another machine's continuation this way; `source` is a copy outside the claude dir,
 /// indexed in `store`). Run again on the same `sid`, it writes no message twice (the writer
 /// skips uuids the session holds).
+#[cfg(feature = "sync")]
 pub(crate) fn fork_into(store: &Sidecars, source: &Path, dest: &Path, sid: &str) -> Result<String> {
     fork_to(store, source, None, dest, Some(sid))
 }

@@ -6,18 +6,7 @@ use std::path::{Path, PathBuf};
 /// The branch checked out in the repository holding `dir`: its name, `HEAD` when detached,
 /// `None` outside a repository (or when `HEAD` cannot be read).
 pub fn git_branch(dir: &Path) -> Option<String> {
-    let git = dir
-        .ancestors()
-        .map(|d| d.join(".git"))
-        .find(|g| g.exists())?;
-    let git_dir = if git.is_file() {
-        // `gitdir: <path>` (worktrees, submodules), relative to the file's folder.
-        let text = std::fs::read_to_string(&git).ok()?;
-        let target = PathBuf::from(text.strip_prefix("gitdir:")?.trim());
-        git.parent()?.join(target)
-    } else {
-        git
-    };
+    let git_dir = git_dir(dir)?;
     let head = std::fs::read_to_string(git_dir.join("HEAD")).ok()?;
     let head = head.trim();
     Some(match head.strip_prefix("ref:") {
@@ -27,6 +16,23 @@ pub fn git_branch(dir: &Path) -> Option<String> {
         }
         None => "HEAD".to_owned(),
     })
+}
+
+/// The git folder of the repository holding `dir` (a worktree's or submodule's own folder,
+/// named by its `.git` file), or `None` outside a repository.
+pub fn git_dir(dir: &Path) -> Option<PathBuf> {
+    let git = dir
+        .ancestors()
+        .map(|d| d.join(".git"))
+        .find(|g| g.exists())?;
+    if git.is_file() {
+        // `gitdir: <path>` (worktrees, submodules), relative to the file's folder.
+        let text = std::fs::read_to_string(&git).ok()?;
+        let target = PathBuf::from(text.strip_prefix("gitdir:")?.trim());
+        Some(git.parent()?.join(target))
+    } else {
+        Some(git)
+    }
 }
 
 #[cfg(test)]

@@ -36,6 +36,8 @@ mod sink;
 mod tombstone;
 
 pub use git::git_branch;
+#[cfg(feature = "sync")]
+pub(crate) use git::git_dir;
 pub use restate::CLIENT_TAIL_WINDOW;
 pub(crate) use shape::is_message_type;
 pub use tombstone::TAIL_WINDOW;
