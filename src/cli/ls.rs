@@ -1,6 +1,7 @@
 //! `chainlog ls`: the sessions of a project (or all), newest first.
 
 use std::io::Write;
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use chainlog::ListOptions;
@@ -41,9 +42,19 @@ pub struct LsArgs {
     /// Also list sessions without a message (metadata-only or empty files).
     #[arg(long)]
     pub include_empty: bool,
+    /// List every machine's sessions on a sync remote (`s3://…`, `file://…`) from its
+    /// manifests, without downloading a transcript.
+    #[arg(long, value_name = "REMOTE")]
+    pub remote: Option<String>,
+    /// The key the remote is encrypted with (as given to `sync`).
+    #[arg(long, value_name = "FILE", requires = "remote")]
+    pub key_file: Option<PathBuf>,
 }
 
 pub fn run(cli: &Cli, a: &LsArgs, out: &mut impl Write) -> CliResult {
+    if let Some(remote) = &a.remote {
+        return remote_listing(cli, a, remote, out);
+    }
     let opts = ListOptions {
         project: a.scope.project.clone(),
         all: a.scope.all,
@@ -144,4 +155,61 @@ pub(super) fn relative(t: &str, now_ms: i64) -> String {
         |_| date.to_owned(),
         |d| table::ago(d.timestamp_millis(), now_ms, date),
     )
+}
+
+/// `ls --remote`: one line per session of every machine, newest first.
+fn remote_listing(cli: &Cli, a: &LsArgs, remote: &str, out: &mut impl Write) -> CliResult {
+    let key = a
+        .key_file
+        .as_ref()
+        .map(|f| std::fs::read(f).map_err(|e| chainlog::Error::io(f, e)))
+        .transpose()?;
+    let mut sessions = super::store(cli)?.remote_sessions(remote, key.as_deref())?;
+    if let Some(n) = a.limit {
+        sessions.truncate(n);
+    }
+    if cli.json {
+        for s in &sessions {
+            let row = serde_json::json!({
+                "sessionId": s.session_id,
+                "machine": s.machine,
+                "thisMachine": s.mine,
+                "projectKey": s.project_key,
+                "cwd": s.cwd,
+                "title": s.title,
+                "modified": s.modified,
+                "messages": s.messages,
+                "bytes": s.bytes,
+                "here": s.here,
+            });
+            super::write_json_row(out, row)?;
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    writeln!(
+        out,
+        "{:<50}  {:<8}  {:<10}  {:>5}  {:<8}  {:<4}  project",
+        "title", "session", "modified", "msgs", "machine", "here"
+    )?;
+    for s in &sessions {
+        let title: String = s.title.chars().take(50).collect();
+        let day = s
+            .modified
+            .as_deref()
+            .map_or("", |m| m.get(..10).unwrap_or(m));
+        let machine = if s.mine {
+            "this"
+        } else {
+            s.machine.get(..8).unwrap_or(&s.machine)
+        };
+        writeln!(
+            out,
+            "{title:<50}  {:<8}  {day:<10}  {:>5}  {machine:<8}  {:<4}  {}",
+            s.session_id.get(..8).unwrap_or(&s.session_id),
+            s.messages,
+            if s.here { "yes" } else { "" },
+            s.cwd.as_deref().unwrap_or(&s.project_key),
+        )?;
+    }
+    Ok(ExitCode::SUCCESS)
 }

@@ -105,6 +105,22 @@ fn two_machines_end_with_the_same_sessions_and_a_second_sync_sends_nothing() {
     let first = a.sync(&url, &all);
     assert!(first.plaintext);
     assert!(first.pushed_files >= 3, "{first:?}");
+    // `ls --remote` on B: A's sessions with A's titles, from the manifests alone.
+    let listed = b.store().remote_sessions(&url, None).unwrap();
+    let titles: BTreeMap<String, String> = a
+        .store()
+        .sessions(&chainlog::ListOptions::all())
+        .unwrap()
+        .sessions
+        .into_iter()
+        .map(|f| (f.session_id, f.title))
+        .collect();
+    assert_eq!(listed.len(), sessions.len(), "{listed:?}");
+    for s in &listed {
+        assert_eq!(Some(&s.title), titles.get(&s.session_id));
+        assert!(!s.here && !s.mine && s.messages > 0, "{s:?}");
+    }
+    assert!(b.files().is_empty(), "listing downloads nothing");
     let got = b.sync(&url, &all);
     assert_eq!(got.pulled_files as usize, a.files().len(), "{got:?}");
     assert_eq!(a.files(), b.files(), "every file arrives byte for byte");
@@ -137,6 +153,9 @@ fn two_machines_end_with_the_same_sessions_and_a_second_sync_sends_nothing() {
             "{again:?}"
         );
     }
+    let listed = b.store().remote_sessions(&url, None).unwrap();
+    assert!(listed.iter().all(|s| s.here), "{listed:?}");
+    assert_eq!(listed.iter().filter(|s| s.mine).count(), sessions.len());
     // The local index agrees with the files sync wrote.
     for (sid, _) in &sessions {
         let store = b.store();

@@ -21,6 +21,17 @@ impl Store {
         crate::sync::sync(self.sidecars(), &self.claude_dir()?, remote, opts)
     }
 
+    /// Every session on `remote`, newest first, from its manifests alone (no transcript is
+    /// downloaded): what `chainlog ls --remote` prints. `key`: the contents of the key file.
+    #[cfg(feature = "sync")]
+    pub fn remote_sessions(
+        &self,
+        remote: &str,
+        key: Option<&[u8]>,
+    ) -> Result<Vec<crate::RemoteSession>> {
+        crate::sync::remote_sessions(self.sidecars(), &self.claude_dir()?, remote, key)
+    }
+
     /// A writer for session `session_id` in the project folder `project_dir`
     /// (`<claude>/projects/<key>`). The session id must not be a path.
     pub fn writer(

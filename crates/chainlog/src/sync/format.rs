@@ -68,6 +68,20 @@ pub struct Entry {
     pub owner: String,
     /// A whole file (`b/`), not a transcript (`s/`).
     pub blob: bool,
+    /// What a listing shows of a session's transcript (`ls --remote` reads no segment).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub facts: Option<Facts>,
+}
+
+/// A session as a listing shows it, carried in the manifest.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Facts {
+    /// The title `ls` shows.
+    pub title: String,
+    /// The time of the last message.
+    pub modified: Option<String>,
+    /// Messages on the resume view.
+    pub messages: u64,
 }
 
 /// A manifest delta or snapshot.

@@ -129,6 +129,31 @@ pub struct SyncReport {
     pub skipped: Vec<String>,
 }
 
+/// A session on the remote, as the machine that has it last published it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RemoteSession {
+    /// The machine's id on the remote.
+    pub machine: String,
+    /// Whether that machine is this one.
+    pub mine: bool,
+    /// The session id.
+    pub session_id: String,
+    /// Its project folder name on that machine.
+    pub project_key: String,
+    /// The working directory it was started in.
+    pub cwd: Option<String>,
+    /// The title `ls` shows.
+    pub title: String,
+    /// The time of the last message.
+    pub modified: Option<String>,
+    /// Messages on the resume view.
+    pub messages: u64,
+    /// Bytes of the transcript.
+    pub bytes: u64,
+    /// Whether this machine holds that transcript (all of it).
+    pub here: bool,
+}
+
 /// One sync run.
 struct Sync<'a> {
     sidecars: &'a Sidecars,
@@ -141,6 +166,8 @@ struct Sync<'a> {
     placer: Placer,
     state: State,
     report: SyncReport,
+    /// The last sync was killed: an object may already be there (one request to ask first).
+    careful: bool,
 }
 
 /// Pushes this machine's sessions in scope to `remote` and pulls the other machines'.
@@ -191,15 +218,111 @@ pub(crate) fn sync(
             ..SyncReport::default()
         },
         state,
+        careful: false,
     };
     // Segments first, then what was pulled, then one delta naming both: a reader never sees a
     // head whose segments are not there.
+    run.careful = run.state.unfinished;
+    run.state.unfinished = true;
+    run.state.save(&path)?;
     run.push()?;
     run.state.save(&path)?;
     run.pull()?;
     run.publish()?;
+    run.state.unfinished = false;
     run.state.save(&path)?;
     Ok(run.report)
+}
+
+/// Every session on the remote, newest first, from the manifests alone (no segment is read);
+/// a remote without chainlog's marker has none.
+pub(crate) fn remote_sessions(
+    sidecars: &Sidecars,
+    claude_dir: &Path,
+    remote: &str,
+    key: Option<&[u8]>,
+) -> Result<Vec<RemoteSession>> {
+    let remote = Remote::open(remote)?;
+    let seal = Seal::new(key);
+    if remote.get(MARKER)?.is_none() {
+        return Ok(Vec::new());
+    }
+    check_marker(&remote, &seal)?;
+    let path = State::path(sidecars.index_dir(), remote.url());
+    let state_dir = path
+        .parent()
+        .expect("a state file has a folder")
+        .to_path_buf();
+    std::fs::create_dir_all(&state_dir).map_err(|e| Error::io(&state_dir, e))?;
+    let lock_path = path.with_extension("lock");
+    let lock = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .map_err(|e| Error::io(&lock_path, e))?;
+    lock.lock().map_err(|e| Error::io(&lock_path, e))?;
+    let state = State::load(&path)?;
+    let projects = crate::catalog::paths::projects_root(claude_dir);
+    let placer = Placer::new(&projects, &state.maps);
+    let mut run = Sync {
+        sidecars,
+        projects,
+        state_dir,
+        state_path: path.clone(),
+        scope: Keys(None),
+        remote,
+        seal,
+        placer,
+        report: SyncReport::default(),
+        state,
+        careful: false,
+    };
+    run.fold_all()?;
+    run.state.save(&path)?;
+    let me = run.state.machine.clone();
+    let mut out = Vec::new();
+    let theirs = run
+        .state
+        .machines
+        .iter()
+        .flat_map(|(m, ms)| ms.entries.values().map(move |e| (m.clone(), e.clone())));
+    let mine = run
+        .state
+        .files
+        .iter()
+        .filter(|(_, st)| st.published.is_some())
+        .map(|(local, st)| (me.clone(), push::entry(local, st)));
+    for (m, e) in theirs.chain(mine) {
+        let Some(facts) = e.facts.clone() else {
+            continue;
+        };
+        let Some(session_id) = e.rel.strip_suffix(".jsonl") else {
+            continue;
+        };
+        let here = run.placer.place(&e.project).is_some_and(|key| {
+            std::fs::metadata(run.projects.join(&key).join(&e.rel))
+                .is_ok_and(|md| md.len() >= e.len)
+        });
+        out.push(RemoteSession {
+            mine: m == me,
+            machine: m,
+            session_id: session_id.to_owned(),
+            project_key: e.project.key.clone(),
+            cwd: e.project.cwd.clone(),
+            title: facts.title,
+            modified: facts.modified,
+            messages: facts.messages,
+            bytes: e.len,
+            here,
+        });
+    }
+    out.sort_by(|a, b| {
+        b.modified
+            .cmp(&a.modified)
+            .then_with(|| a.session_id.cmp(&b.session_id))
+    });
+    Ok(out)
 }
 
 /// Writes the remote's marker when there is none; refuses a remote in another format or with

@@ -43,12 +43,7 @@ enum Base {
 impl Sync<'_> {
     /// Pulls every other machine's files in scope.
     pub(super) fn pull(&mut self) -> Result<()> {
-        let me = self.state.machine.clone();
-        for m in self.remote.folders("m")? {
-            if m != me && valid_machine(&m) {
-                self.fold(&m)?;
-            }
-        }
+        self.fold_all()?;
         let work: Vec<(String, Entry)> = self
             .state
             .machines
@@ -63,6 +58,17 @@ impl Sync<'_> {
                     .skipped
                     .push(format!("{} of machine {m}: {err}", e.rel)),
                 Ok(()) => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads every other machine's manifests published since the last sync.
+    pub(super) fn fold_all(&mut self) -> Result<()> {
+        let me = self.state.machine.clone();
+        for m in self.remote.folders("m")? {
+            if m != me && valid_machine(&m) {
+                self.fold(&m)?;
             }
         }
         Ok(())
@@ -491,6 +497,7 @@ impl Sync<'_> {
                 boundaries: Vec::new(),
                 contained: Vec::new(),
                 tail: None,
+                facts: None,
                 blob: true,
                 published: None,
                 sync_fork_len: None,

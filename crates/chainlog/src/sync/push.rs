@@ -1,15 +1,16 @@
 //! Push: what this machine's files grew by goes up as new segments (a whole small file as a new
 //! version), then one manifest delta says what changed. A push killed anywhere is completed by
 //! the next: a segment already there (same name, same bytes) is not sent again, and a delta
-//! number a killed push used is not reused.
+//! number a killed push used is not reused. (Only after a killed sync is each object asked
+//! for first: otherwise a segment's name is new by construction.)
 
 use std::io::Read;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 use super::format::{
-    Entry, Manifest, OBJECT_MAX, SEGMENT_MAX, SegmentHeader, blob_name, chain_next, segment_bytes,
-    segment_name, seq_name,
+    Entry, Facts, Manifest, OBJECT_MAX, SEGMENT_MAX, SegmentHeader, blob_name, chain_next,
+    segment_bytes, segment_name, seq_name,
 };
 use super::state::FileState;
 use super::{Sync, local_files};
@@ -96,7 +97,7 @@ impl Sync<'_> {
             let bytes = &buf[..end];
             let next = chain_next(&self.seal, &head, bytes);
             let name = segment_name(&self.state.machine, &id, &next);
-            if !self.remote.exists(&name)? {
+            if !(self.careful && self.remote.exists(&name)?) {
                 let header = SegmentHeader {
                     rel: rel.to_owned(),
                     start: at,
@@ -137,7 +138,7 @@ impl Sync<'_> {
             return Ok(());
         }
         let name = blob_name(&self.state.machine, &st.id, &hash);
-        if !self.remote.exists(&name)? {
+        if !(self.careful && self.remote.exists(&name)?) {
             let obj = self.seal.seal(&bytes);
             self.report.uploaded_bytes += obj.len() as u64;
             self.remote.put(&name, obj)?;
@@ -154,13 +155,36 @@ impl Sync<'_> {
     /// One manifest delta for the files whose head this machine has not published yet (and a
     /// snapshot of all of them every [`SNAPSHOT_EVERY`] deltas).
     pub(super) fn publish(&mut self) -> Result<()> {
-        let entries: Vec<Entry> = self
+        let mut cache = crate::catalog::cache::FactsCache::new(self.sidecars);
+        let changed: Vec<(String, Entry)> = self
             .state
             .files
             .iter()
             .filter(|(_, st)| st.owner.is_some() && st.published.as_ref() != Some(&st.head))
-            .map(|(local, st)| entry(local, st))
+            .map(|(local, st)| {
+                let mut e = entry(local, st);
+                // A session's own transcript (not an agent's file beside it).
+                if !e.blob
+                    && !e.rel.contains('/')
+                    && crate::catalog::discover::agent_id_of_file(&e.rel).is_none()
+                {
+                    e.facts = cache.facts(&self.projects.join(local)).ok().map(|f| Facts {
+                        title: f.title,
+                        modified: f.modified,
+                        messages: f.message_count,
+                    });
+                }
+                (local.clone(), e)
+            })
             .collect();
+        let _ = cache.flush();
+        let mut entries = Vec::with_capacity(changed.len());
+        for (local, e) in changed {
+            if let Some(st) = self.state.files.get_mut(&local) {
+                st.facts.clone_from(&e.facts);
+            }
+            entries.push(e);
+        }
         if entries.is_empty() {
             return Ok(());
         }
@@ -211,7 +235,7 @@ impl Sync<'_> {
     }
 }
 
-fn entry(local: &str, st: &FileState) -> Entry {
+pub(super) fn entry(local: &str, st: &FileState) -> Entry {
     let rel = local.split_once('/').map_or(local, |(_, r)| r);
     Entry {
         id: st.id.clone(),
@@ -221,6 +245,7 @@ fn entry(local: &str, st: &FileState) -> Entry {
         head: st.head.clone(),
         owner: st.owner.clone().expect("a published file has an owner"),
         blob: st.blob,
+        facts: st.facts.clone(),
     }
 }
 

@@ -34,6 +34,9 @@ pub struct FileState {
     /// growth is pushed (a file rewritten since is not chained onto).
     #[serde(default)]
     pub tail: Option<(u64, String)>,
+    /// What the last published entry said of the session (kept for snapshots).
+    #[serde(default)]
+    pub facts: Option<super::format::Facts>,
     /// A whole file, not a transcript.
     pub blob: bool,
     /// The head last published in this machine's manifest.
@@ -55,6 +58,7 @@ impl FileState {
             boundaries: vec![(0, start)],
             contained: Vec::new(),
             tail: None,
+            facts: None,
             blob,
             published: None,
             sync_fork_len: None,
@@ -91,6 +95,10 @@ pub struct State {
     pub next_seq: u64,
     /// The last snapshot's sequence number.
     pub last_snapshot: Option<u64>,
+    /// A sync began and has not ended (killed): the next one checks before each upload whether
+    /// the object is already there.
+    #[serde(default)]
+    pub unfinished: bool,
     /// `--map FROM=TO` given so far (path prefixes), newest last.
     pub maps: Vec<(String, String)>,
     /// Local files by path below the projects folder (`<key>/<rel>`).
@@ -107,6 +115,7 @@ impl State {
             machine: uuid::Uuid::new_v4().simple().to_string(),
             next_seq: 0,
             last_snapshot: None,
+            unfinished: false,
             maps: Vec::new(),
             files: BTreeMap::new(),
             machines: BTreeMap::new(),
