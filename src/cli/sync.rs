@@ -22,6 +22,12 @@ pub struct SyncArgs {
     /// Another machine's project under FROM goes under TO here (remembered for this remote).
     #[arg(long = "map", value_name = "FROM=TO", value_parser = parse_map)]
     pub maps: Vec<(String, String)>,
+    /// Keep syncing: every INTERVAL seconds, and within a second when a transcript grows.
+    #[arg(long)]
+    pub watch: bool,
+    /// Seconds between two syncs under --watch.
+    #[arg(long, value_name = "SECS", default_value_t = 10, requires = "watch")]
+    pub interval: u64,
     /// Encrypt every object with the secret in FILE (keep it safe: without it the remote
     /// cannot be read). Without a key the remote holds plaintext.
     #[arg(long, value_name = "FILE")]
@@ -60,7 +66,57 @@ pub fn run(cli: &Cli, a: &SyncArgs, out: &mut impl Write) -> CliResult {
         key,
     };
     let store = super::store(cli)?;
-    let r = store.sync(&a.remote, &opts)?;
+    if !a.watch {
+        let r = store.sync(&a.remote, &opts)?;
+        report(cli, a, &r, out)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let projects = store.claude_dir()?.join("projects");
+    loop {
+        // A failed sync (the network down) is said and tried again at the next turn.
+        match store.sync(&a.remote, &opts) {
+            Ok(r) => {
+                if cli.json || r.pushed_files + r.pulled_files > 0 || !r.forks.is_empty() {
+                    report(cli, a, &r, out)?;
+                    out.flush()?;
+                }
+            }
+            Err(e) => eprintln!("chainlog: {e}"),
+        }
+        let seen = fingerprint(&projects);
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(a.interval);
+        while std::time::Instant::now() < until && fingerprint(&projects) == seen {
+            std::thread::sleep(std::time::Duration::from_secs(1));
+        }
+    }
+}
+
+/// The sizes and times of every file below `dir` (a transcript growing changes it).
+fn fingerprint(dir: &std::path::Path) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let Ok(md) = e.metadata() else { continue };
+            if md.is_dir() {
+                stack.push(e.path());
+            } else {
+                e.path().hash(&mut h);
+                md.len().hash(&mut h);
+                md.modified().ok().hash(&mut h);
+            }
+        }
+    }
+    h.finish()
+}
+
+fn report(
+    cli: &Cli,
+    a: &SyncArgs,
+    r: &chainlog::SyncReport,
+    out: &mut impl Write,
+) -> std::io::Result<()> {
     if cli.json {
         let forks: Vec<serde_json::Value> = r
             .forks
@@ -105,5 +161,5 @@ pub fn run(cli: &Cli, a: &SyncArgs, out: &mut impl Write) -> CliResult {
             eprintln!("chainlog: {s}");
         }
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }

@@ -249,3 +249,44 @@ fn with_a_key_no_message_text_reaches_the_remote() {
     assert_eq!(a.files(), b.files());
     let _: Value = json!(null);
 }
+
+#[test]
+fn sync_watch_sends_an_append_without_waiting_for_its_interval() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, b) = (Machine::new(tmp.path(), "a"), Machine::new(tmp.path(), "b"));
+    let sessions = seed_sessions(&a, 61);
+    let url = remote(tmp.path());
+    let mut watcher = std::process::Command::new(env!("CARGO_BIN_EXE_chainlog"))
+        .arg("--claude-dir")
+        .arg(&a.claude)
+        .arg("--index-dir")
+        .arg(&a.index)
+        .args(["sync", &url, "--all", "--watch", "--interval", "3600"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let arrived = |b: &Machine, sid: &str, want: &str| {
+        for _ in 0..100 {
+            b.sync(&url, &SyncOptions::all());
+            if b.files()
+                .keys()
+                .any(|k| k.ends_with(&format!("{sid}.jsonl")))
+                && b.resume(sid).last().map(String::as_str) == Some(want)
+            {
+                return true;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
+        false
+    };
+    let (sid, path) = &sessions[0];
+    let first_last = a.resume(sid).last().unwrap().clone();
+    let first = arrived(&b, sid, &first_last);
+    let u = a.append(path, "while watching");
+    let second = arrived(&b, sid, &u);
+    let _ = watcher.kill();
+    let _ = watcher.wait();
+    assert!(first, "the watcher's first sync");
+    assert!(second, "the append reached the other machine within 20 s");
+}
