@@ -115,9 +115,9 @@ fn main() {
         .map(|f| std::fs::metadata(f).unwrap().len())
         .sum();
     eprintln!(
-        "sync bench: {} files, {:.0} MiB, remote {remote_base}",
+        "sync bench: {} files, {} MiB, remote {remote_base}",
         files.len(),
-        bytes as f64 / f64::from(1 << 20)
+        bytes >> 20
     );
 
     let (mut first, mut plain, mut incr, mut one) = (vec![], vec![], vec![], vec![]);
@@ -170,8 +170,8 @@ fn main() {
     }
     let (first, plain, incr, one) = (median(first), median(plain), median(incr), median(one));
     println!(
-        "first sync of {:.0} MiB: {:.2} s, plain upload {:.2} s, ratio {:.2}",
-        bytes as f64 / f64::from(1 << 20),
+        "first sync of {} MiB: {:.2} s, plain upload {:.2} s, ratio {:.2}",
+        bytes >> 20,
         first.as_secs_f64(),
         plain.as_secs_f64(),
         first.as_secs_f64() / plain.as_secs_f64()

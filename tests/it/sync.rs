@@ -55,6 +55,20 @@ impl Machine {
             .collect()
     }
 
+    /// What `chainlog resume SESSION --format api` prints here (the request the model gets).
+    pub fn resume_api(&self, session: &str) -> String {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_chainlog"))
+            .arg("--claude-dir")
+            .arg(&self.claude)
+            .arg("--index-dir")
+            .arg(&self.index)
+            .args(["resume", session, "--format", "api"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    }
+
     /// Appends a user message to a session; returns its uuid.
     pub fn append(&self, session_path: &Path, text: &str) -> String {
         let project = session_path.parent().unwrap();
@@ -126,6 +140,7 @@ fn two_machines_end_with_the_same_sessions_and_a_second_sync_sends_nothing() {
     assert_eq!(a.files(), b.files(), "every file arrives byte for byte");
     for (sid, _) in &sessions {
         assert_eq!(a.resume(sid), b.resume(sid), "{sid} resumes the same");
+        assert_eq!(a.resume_api(sid), b.resume_api(sid), "{sid}: the same request");
     }
 
     // An append on B reaches A with the next syncs.

@@ -230,6 +230,7 @@ fn two_machines_sync_through_one_garage_node() {
     assert_eq!(a.files(), b.files());
     for (sid, _) in &sessions {
         assert_eq!(a.resume(sid), b.resume(sid));
+        assert_eq!(a.resume_api(sid), b.resume_api(sid));
     }
     // An append on A arrives; a sync with nothing new sends nothing.
     let appended = a.append(&sessions[2].1, "after the first sync");
@@ -240,6 +241,19 @@ fn two_machines_sync_through_one_garage_node() {
         let again = g.sync_ok(m);
         assert_eq!(again["uploadedBytes"], 0, "{again}");
         assert_eq!(again["pulledFiles"], 0, "{again}");
+    }
+    // Both continue one session before syncing: each keeps its own, and gets the other's.
+    let (sid, path_a) = &sessions[1];
+    let path_b = b.claude.join(path_a.strip_prefix(&a.claude).unwrap());
+    let (ua, ub) = (a.append(path_a, "on a"), b.append(&path_b, "on b"));
+    g.sync_ok(&a);
+    let on_b = g.sync_ok(&b);
+    let on_a = g.sync_ok(&a);
+    for (m, r, mine, theirs) in [(&a, &on_a, &ua, &ub), (&b, &on_b, &ub, &ua)] {
+        assert_eq!(r["forks"][0]["session"], sid.as_str(), "{r}");
+        assert_eq!(m.resume(sid).last(), Some(mine));
+        let fork = r["forks"][0]["fork"].as_str().unwrap();
+        assert_eq!(m.resume(fork).last(), Some(theirs));
     }
 }
 

@@ -64,9 +64,30 @@ impl Remote {
                     return Err(bad("no bucket in the s3:// url".into()));
                 }
                 let mut b = object_store::aws::AmazonS3Builder::from_env().with_bucket_name(bucket);
-                let endpoint = std::env::var("AWS_ENDPOINT_URL")
-                    .or_else(|_| std::env::var("AWS_ENDPOINT_URL_S3"))
-                    .ok();
+                // The AWS CLI's files fill what the environment leaves unset.
+                let files = AwsFiles::read();
+                let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+                if env("AWS_ACCESS_KEY_ID").is_none()
+                    && let (Some(id), Some(secret)) = (
+                        files.get("aws_access_key_id"),
+                        files.get("aws_secret_access_key"),
+                    )
+                {
+                    b = b.with_access_key_id(id).with_secret_access_key(secret);
+                    if let Some(t) = files.get("aws_session_token") {
+                        b = b.with_token(t);
+                    }
+                }
+                if env("AWS_REGION")
+                    .or_else(|| env("AWS_DEFAULT_REGION"))
+                    .is_none()
+                    && let Some(r) = files.get("region")
+                {
+                    b = b.with_region(r);
+                }
+                let endpoint = env("AWS_ENDPOINT_URL")
+                    .or_else(|| env("AWS_ENDPOINT_URL_S3"))
+                    .or_else(|| files.get("endpoint_url").map(str::to_owned));
                 if let Some(e) = endpoint {
                     b = b.with_allow_http(e.starts_with("http://")).with_endpoint(e);
                 }
@@ -182,9 +203,89 @@ impl Remote {
     }
 }
 
+/// The settings of the AWS CLI's profile (`AWS_PROFILE`, else `default`) from its credentials
+/// and config files (`AWS_SHARED_CREDENTIALS_FILE`, `AWS_CONFIG_FILE`, else `~/.aws/…`).
+#[derive(Debug, Default)]
+struct AwsFiles(std::collections::HashMap<String, String>);
+
+impl AwsFiles {
+    fn read() -> AwsFiles {
+        let profile = std::env::var("AWS_PROFILE").unwrap_or_else(|_| "default".into());
+        let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+        let path = |var: &str, name: &str| {
+            std::env::var_os(var)
+                .map(std::path::PathBuf::from)
+                .or_else(|| home.as_ref().map(|h| h.join(".aws").join(name)))
+        };
+        let mut out = AwsFiles::default();
+        // In `config`, a profile's section is `[profile NAME]` (but `[default]`).
+        let config_section = if profile == "default" {
+            "default".to_owned()
+        } else {
+            format!("profile {profile}")
+        };
+        for (file, section) in [
+            (path("AWS_CONFIG_FILE", "config"), config_section),
+            (
+                path("AWS_SHARED_CREDENTIALS_FILE", "credentials"),
+                profile.clone(),
+            ),
+        ] {
+            let Some(text) = file.and_then(|f| std::fs::read_to_string(f).ok()) else {
+                continue;
+            };
+            out.parse(&text, &section);
+        }
+        out
+    }
+
+    fn parse(&mut self, text: &str, section: &str) {
+        let mut inside = false;
+        for line in text.lines().map(str::trim) {
+            if let Some(name) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+                inside = name.trim() == section;
+            } else if inside
+                && let Some((k, v)) = line.split_once('=')
+                && !line.starts_with(['#', ';'])
+            {
+                self.0.insert(k.trim().to_lowercase(), v.trim().to_owned());
+            }
+        }
+    }
+
+    fn get(&self, key: &str) -> Option<&str> {
+        self.0
+            .get(key)
+            .map(String::as_str)
+            .filter(|v| !v.is_empty())
+    }
+}
+
 fn store_error(url: &str, e: object_store::Error) -> Error {
     Error::Remote {
         remote: url.to_owned(),
         fault: RemoteFault::Store(Box::new(e)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::AwsFiles;
+
+    #[test]
+    fn the_aws_files_profile_is_read() {
+        let mut f = AwsFiles::default();
+        f.parse(
+            "[default]\nregion = eu-west-1\n[profile work]\nregion = auto\nendpoint_url = https://r2.example\n# x = y\n",
+            "profile work",
+        );
+        f.parse(
+            "[work]\naws_access_key_id = AK\naws_secret_access_key = SK\n",
+            "work",
+        );
+        assert_eq!(f.get("region"), Some("auto"));
+        assert_eq!(f.get("endpoint_url"), Some("https://r2.example"));
+        assert_eq!(f.get("aws_access_key_id"), Some("AK"));
+        assert_eq!(f.get("x"), None);
     }
 }
