@@ -65,7 +65,11 @@ impl Machine {
             .args(["resume", session, "--format", "api"])
             .output()
             .unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         String::from_utf8(out.stdout).unwrap()
     }
 
@@ -140,7 +144,11 @@ fn two_machines_end_with_the_same_sessions_and_a_second_sync_sends_nothing() {
     assert_eq!(a.files(), b.files(), "every file arrives byte for byte");
     for (sid, _) in &sessions {
         assert_eq!(a.resume(sid), b.resume(sid), "{sid} resumes the same");
-        assert_eq!(a.resume_api(sid), b.resume_api(sid), "{sid}: the same request");
+        assert_eq!(
+            a.resume_api(sid),
+            b.resume_api(sid),
+            "{sid}: the same request"
+        );
     }
 
     // An append on B reaches A with the next syncs.

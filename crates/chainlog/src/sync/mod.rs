@@ -224,13 +224,13 @@ pub(crate) fn sync(
     // head whose segments are not there.
     run.careful = run.state.unfinished;
     run.state.unfinished = true;
-    run.state.save(&path)?;
+    run.state.save(&path, false)?;
     run.push()?;
-    run.state.save(&path)?;
+    run.state.save(&path, false)?;
     run.pull()?;
     run.publish()?;
     run.state.unfinished = false;
-    run.state.save(&path)?;
+    run.state.save(&path, true)?;
     Ok(run.report)
 }
 
@@ -279,7 +279,7 @@ pub(crate) fn remote_sessions(
         careful: false,
     };
     run.fold_all()?;
-    run.state.save(&path)?;
+    run.state.save(&path, true)?;
     let me = run.state.machine.clone();
     let mut out = Vec::new();
     let theirs = run

@@ -17,7 +17,6 @@ use super::format::{
     Entry, Manifest, OBJECT_MAX, blob_name, chain_next, chain_start, file_id, parse_segment,
     segment_name, seq_name, valid_rel,
 };
-use super::push::tail_hash;
 use super::state::{FileState, ForkState, MachineState};
 use super::{ForkNote, Sync};
 use crate::error::{Error, RemoteFault, Result};
@@ -27,6 +26,8 @@ use crate::transcript::folder::Folder;
 /// A segment fetched on the walk back, its bytes in a scratch file.
 struct Fetched {
     start: u64,
+    /// The chain hash before it.
+    prev: String,
     head: String,
     owner: String,
     file: PathBuf,
@@ -208,6 +209,7 @@ impl Sync<'_> {
             std::fs::write(&file, bytes).map_err(|err| Error::io(&file, err))?;
             fetched.push(Fetched {
                 start: h.start,
+                prev: h.prev.clone(),
                 head: head.clone(),
                 owner: owner.clone(),
                 file,
@@ -273,17 +275,11 @@ impl Sync<'_> {
                     let st = self.empty_state(&e.rel, e.project.clone(), false);
                     self.state.files.insert(local.to_owned(), st);
                 }
-                let last = fetched.last().map(|f| f.file.clone());
-                let tail = match last {
-                    Some(f) => Some(std::fs::read(&f).map_err(|err| Error::io(&f, err))?),
-                    None => None,
-                };
-                let tail = tail.map(|b| tail_hash(&self.seal, &b));
                 let st = self.state.files.get_mut(local).expect("the file's state");
                 for f in fetched {
                     let end = f.start + std::fs::metadata(&f.file).map_or(0, |md| md.len());
                     st.boundaries.push((end, f.head.clone()));
-                    st.tail = tail.clone().map(|h| (f.start, h));
+                    st.tail = Some((f.start, f.prev.clone()));
                     st.len = end;
                     st.head.clone_from(&f.head);
                     st.owner = Some(f.owner.clone());
@@ -374,7 +370,7 @@ impl Sync<'_> {
             },
         );
         self.note_sync_fork(&made, u64::MAX);
-        self.state.save(&self.state_path)?;
+        self.state.save(&self.state_path, false)?;
         let scratch_index = Sidecars::new(source.parent().expect("a parent").join("index"));
         crate::writer::copy::fork_into(&scratch_index, source, folder.path(), &session)?;
         let made_len =
@@ -497,6 +493,7 @@ impl Sync<'_> {
                 boundaries: Vec::new(),
                 contained: Vec::new(),
                 tail: None,
+                stamp: None,
                 facts: None,
                 blob: true,
                 published: None,

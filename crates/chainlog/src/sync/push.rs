@@ -112,9 +112,8 @@ impl Sync<'_> {
             at += end as u64;
             head = next;
             owner = Some(self.state.machine.clone());
-            let tail = tail_hash(&self.seal, bytes);
             let st = self.state.files.get_mut(local).expect("the file's state");
-            st.tail = Some((at - end as u64, tail));
+            st.tail = Some((at - end as u64, st.head.clone()));
             st.len = at;
             st.head.clone_from(&head);
             st.owner.clone_from(&owner);
@@ -131,10 +130,15 @@ impl Sync<'_> {
         if !meta.is_file() || meta.len() > BLOB_MAX {
             return Ok(());
         }
+        let stamp = Some((meta.len(), mtime_ns(&meta)));
+        if self.state.files[local].stamp == stamp {
+            return Ok(());
+        }
         let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
         let hash = self.seal.hash(&[b"blob", &bytes]);
-        let st = &self.state.files[local];
+        let st = self.state.files.get_mut(local).expect("the file's state");
         if st.head == hash {
+            st.stamp = stamp;
             return Ok(());
         }
         let name = blob_name(&self.state.machine, &st.id, &hash);
@@ -149,6 +153,7 @@ impl Sync<'_> {
         st.len = bytes.len() as u64;
         st.head = hash;
         st.owner = Some(self.state.machine.clone());
+        st.stamp = stamp;
         Ok(())
     }
 
@@ -249,24 +254,26 @@ pub(super) fn entry(local: &str, st: &FileState) -> Entry {
     }
 }
 
-/// The hash a file's last synced segment is checked by.
-pub(super) fn tail_hash(seal: &super::seal::Seal, bytes: &[u8]) -> String {
-    seal.hash(&[b"tail", bytes])
+/// Whether the file still holds the bytes of its last synced segment (read: that segment
+/// only, its chain hash computed from the one before it), so that what follows can be chained
+/// after it.
+/// A file's modification time in nanoseconds since the epoch (0 when unknown).
+fn mtime_ns(meta: &std::fs::Metadata) -> i128 {
+    use std::os::unix::fs::MetadataExt;
+    i128::from(meta.mtime()) * 1_000_000_000 + i128::from(meta.mtime_nsec())
 }
 
-/// Whether the file still holds the bytes of its last synced segment (read: that segment
-/// only), so that what follows can be chained after it.
 fn prefix_unchanged(
     seal: &super::seal::Seal,
     st: &FileState,
     file: &std::fs::File,
     path: &Path,
 ) -> Result<bool> {
-    let Some((from, hash)) = &st.tail else {
+    let Some((from, before)) = &st.tail else {
         return Ok(st.len == 0);
     };
     let mut bytes = vec![0; usize::try_from(st.len - from).expect("a segment fits memory")];
     file.read_exact_at(&mut bytes, *from)
         .map_err(|e| Error::io(path, e))?;
-    Ok(&tail_hash(seal, &bytes) == hash)
+    Ok(chain_next(seal, before, &bytes) == st.head)
 }

@@ -30,10 +30,15 @@ pub struct FileState {
     /// (the same bytes pushed twice, by a sync killed before it saved its state).
     #[serde(default)]
     pub contained: Vec<(u64, String)>,
-    /// Where the last segment starts and the hash of its bytes: checked before the file's
-    /// growth is pushed (a file rewritten since is not chained onto).
+    /// Where the last segment starts and the chain hash before it: its bytes are checked
+    /// against `head` before the file's growth is pushed (a file rewritten since is not
+    /// chained onto).
     #[serde(default)]
     pub tail: Option<(u64, String)>,
+    /// A whole file's size and modification time when its hash was taken: unchanged, it is
+    /// not read again.
+    #[serde(default)]
+    pub stamp: Option<(u64, i128)>,
     /// What the last published entry said of the session (kept for snapshots).
     #[serde(default)]
     pub facts: Option<super::format::Facts>,
@@ -58,6 +63,7 @@ impl FileState {
             boundaries: vec![(0, start)],
             contained: Vec::new(),
             tail: None,
+            stamp: None,
             facts: None,
             blob,
             published: None,
@@ -145,9 +151,10 @@ impl State {
         }
     }
 
-    /// Writes the state to `path` atomically (a new file, synced, renamed over the old), 0600
-    /// in a 0700 folder.
-    pub fn save(&self, path: &Path) -> Result<()> {
+    /// Writes the state to `path` atomically (a new file renamed over the old), 0600 in a 0700
+    /// folder; `durable`: synced to disk first (the end of a sync; the saves on the way only
+    /// need to survive a killed process, which the page cache does).
+    pub fn save(&self, path: &Path, durable: bool) -> Result<()> {
         use std::io::Write;
         use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
         let dir = path.parent().expect("a state file has a folder");
@@ -165,7 +172,7 @@ impl State {
             .open(&tmp)
             .map_err(|e| Error::io(&tmp, e))?;
         f.write_all(&serde_json::to_vec(self).expect("the state serialises"))
-            .and_then(|()| f.sync_all())
+            .and_then(|()| if durable { f.sync_all() } else { Ok(()) })
             .map_err(|e| Error::io(&tmp, e))?;
         std::fs::rename(&tmp, path).map_err(|e| Error::io(path, e))
     }
