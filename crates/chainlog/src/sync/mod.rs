@@ -170,6 +170,63 @@ struct Sync<'a> {
     careful: bool,
 }
 
+impl<'a> Sync<'a> {
+    /// A run on `remote` with this machine's state for it, the remote's marker checked. The
+    /// returned file holds the lock that keeps other syncs of this remote on this machine out
+    /// until it is dropped.
+    fn begin(
+        sidecars: &'a Sidecars,
+        claude_dir: &Path,
+        remote: Remote,
+        seal: Seal,
+        maps: &[(String, String)],
+        scope: Keys,
+    ) -> Result<(Sync<'a>, std::fs::File)> {
+        check_marker(&remote, &seal)?;
+        let path = State::path(sidecars.index_dir(), remote.url());
+        let state_dir = path
+            .parent()
+            .expect("a state file has a folder")
+            .to_path_buf();
+        std::fs::create_dir_all(&state_dir).map_err(|e| Error::io(&state_dir, e))?;
+        let lock_path = path.with_extension("lock");
+        let lock = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .map_err(|e| Error::io(&lock_path, e))?;
+        lock.lock().map_err(|e| Error::io(&lock_path, e))?;
+        let mut state = State::load(&path)?;
+        for m in maps {
+            if !state.maps.contains(m) {
+                state.maps.push(m.clone());
+            }
+        }
+        let projects = crate::catalog::paths::projects_root(claude_dir);
+        let placer = Placer::new(&projects, &state.maps);
+        let report = SyncReport {
+            machine: state.machine.clone(),
+            plaintext: !seal.encrypted(),
+            ..SyncReport::default()
+        };
+        let run = Sync {
+            sidecars,
+            projects,
+            state_dir,
+            state_path: path,
+            scope,
+            remote,
+            seal,
+            placer,
+            report,
+            state,
+            careful: false,
+        };
+        Ok((run, lock))
+    }
+}
+
 /// Pushes this machine's sessions in scope to `remote` and pulls the other machines'.
 pub(crate) fn sync(
     sidecars: &Sidecars,
@@ -179,47 +236,9 @@ pub(crate) fn sync(
 ) -> Result<SyncReport> {
     let remote = Remote::open(remote)?;
     let seal = Seal::new(opts.key.as_deref());
-    check_marker(&remote, &seal)?;
-    let path = State::path(sidecars.index_dir(), remote.url());
-    let state_dir = path
-        .parent()
-        .expect("a state file has a folder")
-        .to_path_buf();
-    std::fs::create_dir_all(&state_dir).map_err(|e| Error::io(&state_dir, e))?;
-    // One sync per remote at a time on this machine.
-    let lock_path = path.with_extension("lock");
-    let lock = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&lock_path)
-        .map_err(|e| Error::io(&lock_path, e))?;
-    lock.lock().map_err(|e| Error::io(&lock_path, e))?;
-    let mut state = State::load(&path)?;
-    for m in &opts.maps {
-        if !state.maps.contains(m) {
-            state.maps.push(m.clone());
-        }
-    }
-    let projects = crate::catalog::paths::projects_root(claude_dir);
-    let placer = Placer::new(&projects, &state.maps);
-    let mut run = Sync {
-        sidecars,
-        projects,
-        state_dir,
-        state_path: path.clone(),
-        scope: Keys::resolve(claude_dir, &opts.scope)?,
-        remote,
-        seal,
-        placer,
-        report: SyncReport {
-            machine: state.machine.clone(),
-            plaintext: opts.key.is_none(),
-            ..SyncReport::default()
-        },
-        state,
-        careful: false,
-    };
+    let scope = Keys::resolve(claude_dir, &opts.scope)?;
+    let (mut run, _lock) = Sync::begin(sidecars, claude_dir, remote, seal, &opts.maps, scope)?;
+    let path = run.state_path.clone();
     // Segments first, then what was pulled, then one delta naming both: a reader never sees a
     // head whose segments are not there.
     run.careful = run.state.unfinished;
@@ -247,39 +266,9 @@ pub(crate) fn remote_sessions(
     if remote.get(MARKER)?.is_none() {
         return Ok(Vec::new());
     }
-    check_marker(&remote, &seal)?;
-    let path = State::path(sidecars.index_dir(), remote.url());
-    let state_dir = path
-        .parent()
-        .expect("a state file has a folder")
-        .to_path_buf();
-    std::fs::create_dir_all(&state_dir).map_err(|e| Error::io(&state_dir, e))?;
-    let lock_path = path.with_extension("lock");
-    let lock = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&lock_path)
-        .map_err(|e| Error::io(&lock_path, e))?;
-    lock.lock().map_err(|e| Error::io(&lock_path, e))?;
-    let state = State::load(&path)?;
-    let projects = crate::catalog::paths::projects_root(claude_dir);
-    let placer = Placer::new(&projects, &state.maps);
-    let mut run = Sync {
-        sidecars,
-        projects,
-        state_dir,
-        state_path: path.clone(),
-        scope: Keys(None),
-        remote,
-        seal,
-        placer,
-        report: SyncReport::default(),
-        state,
-        careful: false,
-    };
+    let (mut run, _lock) = Sync::begin(sidecars, claude_dir, remote, seal, &[], Keys(None))?;
     run.fold_all()?;
-    run.state.save(&path, true)?;
+    run.state.save(&run.state_path, true)?;
     let me = run.state.machine.clone();
     let mut out = Vec::new();
     let theirs = run
