@@ -35,3 +35,32 @@ pub fn install() {
         }
     })));
 }
+
+/// A bar by bytes for a push of more than 32 MiB (a first sync), when stderr is a terminal.
+pub fn sync_bar() -> Option<chainlog::SyncProgress> {
+    if !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let bar: Mutex<Option<indicatif::ProgressBar>> = Mutex::new(None);
+    Some(Arc::new(move |done, total| {
+        if total < 32 << 20 {
+            return;
+        }
+        let Ok(mut slot) = bar.lock() else { return };
+        let b = slot.get_or_insert_with(|| {
+            let b = indicatif::ProgressBar::new(total);
+            b.set_style(
+                indicatif::ProgressStyle::with_template(
+                    "syncing {bar:30} {bytes}/{total_bytes} {bytes_per_sec} {eta}",
+                )
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+            );
+            b
+        });
+        b.set_length(total);
+        b.set_position(done);
+        if done >= total {
+            b.finish_and_clear();
+        }
+    }))
+}

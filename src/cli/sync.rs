@@ -64,6 +64,7 @@ pub fn run(cli: &Cli, a: &SyncArgs, out: &mut impl Write) -> CliResult {
         scope,
         maps: a.maps.clone(),
         key,
+        progress: super::progress::sync_bar(),
     };
     let store = super::store(cli)?;
     if !a.watch {

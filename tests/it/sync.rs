@@ -313,3 +313,25 @@ fn sync_watch_sends_an_append_without_waiting_for_its_interval() {
     assert!(first, "the watcher's first sync");
     assert!(second, "the append reached the other machine within 20 s");
 }
+
+#[test]
+fn a_push_reports_its_progress_up_to_what_it_sent() {
+    let tmp = tempfile::tempdir().unwrap();
+    let a = Machine::new(tmp.path(), "a");
+    seed_sessions(&a, 71);
+    let calls = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = calls.clone();
+    let opts = SyncOptions {
+        progress: Some(std::sync::Arc::new(move |done, total| {
+            seen.lock().unwrap().push((done, total));
+        })),
+        ..SyncOptions::all()
+    };
+    let r = a.sync(&remote(tmp.path()), &opts);
+    let calls = calls.lock().unwrap();
+    assert!(calls.len() > 3, "{calls:?}");
+    assert!(calls.windows(2).all(|w| w[0].0 <= w[1].0), "{calls:?}");
+    assert_eq!(calls.last(), Some(&(r.pushed_bytes, r.pushed_bytes)));
+    let total: u64 = a.files().values().map(|b| b.len() as u64).sum();
+    assert!(calls.iter().all(|c| c.1 == total), "the total is known from the start");
+}

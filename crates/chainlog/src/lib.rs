@@ -78,7 +78,7 @@ pub use store::Store;
 pub use store::conversation::{Conversation, Pending, ResumeOptions};
 pub use store::listing::{Listing, ListingRows};
 #[cfg(feature = "sync")]
-pub use sync::{ForkNote, RemoteSession, SyncOptions, SyncReport, SyncScope};
+pub use sync::{ForkNote, RemoteSession, SyncOptions, SyncProgress, SyncReport, SyncScope};
 pub use writer::{SessionWriter, WriterOptions};
 
 /// Finding sessions without a [`Store`]: claude dirs, project keys, discovery of project

@@ -71,8 +71,11 @@ impl Keys {
     }
 }
 
+/// Called as a push goes: bytes sent so far and bytes to send.
+pub type SyncProgress = std::sync::Arc<dyn Fn(u64, u64) + Send + std::marker::Sync>;
+
 /// How to sync.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct SyncOptions {
     /// The projects.
     pub scope: SyncScope,
@@ -81,6 +84,19 @@ pub struct SyncOptions {
     pub maps: Vec<(String, String)>,
     /// The secret that encrypts every object (the contents of the user's key file).
     pub key: Option<Vec<u8>>,
+    /// Told how far the push is (a progress bar for a large first sync).
+    pub progress: Option<SyncProgress>,
+}
+
+impl std::fmt::Debug for SyncOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SyncOptions")
+            .field("scope", &self.scope)
+            .field("maps", &self.maps)
+            .field("key", &self.key.as_ref().map(|_| "…"))
+            .field("progress", &self.progress.is_some())
+            .finish()
+    }
 }
 
 impl SyncOptions {
@@ -90,6 +106,7 @@ impl SyncOptions {
             scope: SyncScope::All,
             maps: Vec::new(),
             key: None,
+            progress: None,
         }
     }
 }
@@ -168,6 +185,9 @@ struct Sync<'a> {
     report: SyncReport,
     /// The last sync was killed: an object may already be there (one request to ask first).
     careful: bool,
+    /// The progress callback, and the bytes the push has to send.
+    progress: Option<SyncProgress>,
+    to_send: u64,
 }
 
 impl<'a> Sync<'a> {
@@ -222,6 +242,8 @@ impl<'a> Sync<'a> {
             report,
             state,
             careful: false,
+            progress: None,
+            to_send: 0,
         };
         Ok((run, lock))
     }
@@ -239,6 +261,7 @@ pub(crate) fn sync(
     let scope = Keys::resolve(claude_dir, &opts.scope)?;
     let (mut run, _lock) = Sync::begin(sidecars, claude_dir, remote, seal, &opts.maps, scope)?;
     let path = run.state_path.clone();
+    run.progress.clone_from(&opts.progress);
     // Segments first, then what was pulled, then one delta naming both: a reader never sees a
     // head whose segments are not there.
     run.careful = run.state.unfinished;

@@ -25,7 +25,24 @@ const BLOB_MAX: u64 = 64 << 20;
 impl Sync<'_> {
     /// Pushes the growth of every local file in scope (published by [`Sync::publish`]).
     pub(super) fn push(&mut self) -> Result<()> {
-        for (key, rel) in local_files(&self.projects, &self.scope) {
+        let files = local_files(&self.projects, &self.scope);
+        if self.progress.is_some() {
+            // What is there to send, for a progress bar: each file's growth since it was synced.
+            self.to_send = files
+                .iter()
+                .map(|(key, rel)| {
+                    let len = std::fs::symlink_metadata(self.projects.join(key).join(rel))
+                        .map_or(0, |m| m.len());
+                    let synced = self
+                        .state
+                        .files
+                        .get(&format!("{key}/{rel}"))
+                        .map_or(0, |s| s.len);
+                    len.saturating_sub(synced)
+                })
+                .sum();
+        }
+        for (key, rel) in files {
             let path = self.projects.join(&key).join(&rel);
             let blob = Path::new(&rel).extension().is_none_or(|x| x != "jsonl");
             let local = format!("{key}/{rel}");
@@ -47,6 +64,14 @@ impl Sync<'_> {
             }
         }
         Ok(())
+    }
+
+    /// Tells the progress callback how far the push is.
+    fn tick(&self) {
+        if let Some(p) = &self.progress {
+            let done = self.report.pushed_bytes;
+            p(done.min(self.to_send), self.to_send.max(done));
+        }
     }
 
     fn push_transcript(&mut self, local: &str, rel: &str, path: &Path) -> Result<()> {
@@ -109,6 +134,7 @@ impl Sync<'_> {
                 self.remote.put(&name, obj)?;
             }
             self.report.pushed_bytes += end as u64;
+            self.tick();
             at += end as u64;
             head = next;
             owner = Some(self.state.machine.clone());
@@ -149,6 +175,7 @@ impl Sync<'_> {
         }
         self.report.pushed_bytes += bytes.len() as u64;
         self.report.pushed_files += 1;
+        self.tick();
         let st = self.state.files.get_mut(local).expect("the file's state");
         st.len = bytes.len() as u64;
         st.head = hash;
