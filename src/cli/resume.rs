@@ -44,6 +44,13 @@ pub struct ResumeArgs {
     /// (default: the current directory's project, then every project).
     #[arg(long, value_name = "DIR", allow_hyphen_values = true)]
     pub project: Option<PathBuf>,
+    /// First pull this session from a sync remote (`s3://…`, `file://…`; TARGET a session id):
+    /// resumes a session another machine pushed that this one does not have yet.
+    #[arg(long, value_name = "REMOTE")]
+    pub remote: Option<String>,
+    /// The key the remote is encrypted with (as given to `sync`).
+    #[arg(long, value_name = "FILE", requires = "remote")]
+    pub key_file: Option<PathBuf>,
     #[command(flatten)]
     pub view: ViewArgs,
 }
@@ -93,6 +100,22 @@ impl ViewArgs {
 pub fn run(cli: &Cli, a: &ResumeArgs, out: &mut impl Write) -> CliResult {
     a.view.options().check()?;
     let store = super::store(cli)?;
+    if let Some(remote) = &a.remote {
+        let key = a
+            .key_file
+            .as_ref()
+            .map(|f| std::fs::read(f).map_err(|e| chainlog::Error::io(f, e)))
+            .transpose()?;
+        let opts = chainlog::SyncOptions {
+            key,
+            only: Some(vec![a.target.clone()]),
+            ..chainlog::SyncOptions::all()
+        };
+        let r = store.sync(remote, &opts)?;
+        if r.pulled_files > 0 {
+            eprintln!("chainlog: pulled {} ({} file(s))", a.target, r.pulled_files);
+        }
+    }
     let target = store.target(a.project.as_deref(), &a.target)?;
     if let Target::Agent {
         agent_id,

@@ -22,6 +22,10 @@ pub struct SyncArgs {
     /// Another machine's project under FROM goes under TO here (remembered for this remote).
     #[arg(long = "map", value_name = "FROM=TO", value_parser = parse_map)]
     pub maps: Vec<(String, String)>,
+    /// Only pull this session (its transcript and session folder) and push nothing
+    /// (repeatable): a session `ls --remote` lists that this machine does not have.
+    #[arg(long = "session", value_name = "ID", conflicts_with = "watch")]
+    pub sessions: Vec<String>,
     /// Keep syncing: every INTERVAL seconds, and within a second when a transcript grows.
     #[arg(long)]
     pub watch: bool,
@@ -65,6 +69,7 @@ pub fn run(cli: &Cli, a: &SyncArgs, out: &mut impl Write) -> CliResult {
         maps: a.maps.clone(),
         key,
         progress: super::progress::sync_bar(),
+        only: (!a.sessions.is_empty()).then(|| a.sessions.clone()),
     };
     let store = super::store(cli)?;
     if !a.watch {

@@ -333,5 +333,42 @@ fn a_push_reports_its_progress_up_to_what_it_sent() {
     assert!(calls.windows(2).all(|w| w[0].0 <= w[1].0), "{calls:?}");
     assert_eq!(calls.last(), Some(&(r.pushed_bytes, r.pushed_bytes)));
     let total: u64 = a.files().values().map(|b| b.len() as u64).sum();
-    assert!(calls.iter().all(|c| c.1 == total), "the total is known from the start");
+    assert!(
+        calls.iter().all(|c| c.1 == total),
+        "the total is known from the start"
+    );
+}
+
+#[test]
+fn resume_with_remote_pulls_just_that_session() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, b) = (Machine::new(tmp.path(), "a"), Machine::new(tmp.path(), "b"));
+    let sessions = seed_sessions(&a, 81);
+    let url = remote(tmp.path());
+    a.sync(&url, &SyncOptions::all());
+    let mine = b.claude.join("projects/-b/5e55b0b0-0000-4000-8000-000000000001.jsonl");
+    b.append(&mine, "only on b");
+    let (sid, _) = &sessions[1];
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_chainlog"))
+        .arg("--claude-dir")
+        .arg(&b.claude)
+        .arg("--index-dir")
+        .arg(&b.index)
+        .args(["resume", sid, "--remote", &url, "--format", "uuids"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let got: Vec<String> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(got, a.resume(sid));
+    // Only that session came (its transcript and its folder), and nothing of B went up.
+    let other = |f: &String| !f.contains(sid.as_str()) && !f.starts_with("-b/");
+    assert!(!b.files().keys().any(other), "{:?}", b.files().keys());
+    let theirs = a.files().keys().filter(|k| k.contains(sid.as_str())).count();
+    assert_eq!(b.files().keys().filter(|k| k.contains(sid.as_str())).count(), theirs);
+    let machines = std::fs::read_dir(tmp.path().join("remote/m")).unwrap().count();
+    assert_eq!(machines, 1, "B published nothing");
 }

@@ -86,6 +86,9 @@ pub struct SyncOptions {
     pub key: Option<Vec<u8>>,
     /// Told how far the push is (a progress bar for a large first sync).
     pub progress: Option<SyncProgress>,
+    /// Only pull these sessions (their transcripts and session folders), and push nothing:
+    /// what resuming a session only the remote has needs.
+    pub only: Option<Vec<String>>,
 }
 
 impl std::fmt::Debug for SyncOptions {
@@ -95,6 +98,7 @@ impl std::fmt::Debug for SyncOptions {
             .field("maps", &self.maps)
             .field("key", &self.key.as_ref().map(|_| "…"))
             .field("progress", &self.progress.is_some())
+            .field("only", &self.only)
             .finish()
     }
 }
@@ -107,6 +111,7 @@ impl SyncOptions {
             maps: Vec::new(),
             key: None,
             progress: None,
+            only: None,
         }
     }
 }
@@ -188,6 +193,8 @@ struct Sync<'a> {
     /// The progress callback, and the bytes the push has to send.
     progress: Option<SyncProgress>,
     to_send: u64,
+    /// Pull only these sessions.
+    only: Option<Vec<String>>,
 }
 
 impl<'a> Sync<'a> {
@@ -244,6 +251,7 @@ impl<'a> Sync<'a> {
             careful: false,
             progress: None,
             to_send: 0,
+            only: None,
         };
         Ok((run, lock))
     }
@@ -264,6 +272,15 @@ pub(crate) fn sync(
     run.progress.clone_from(&opts.progress);
     // Segments first, then what was pulled, then one delta naming both: a reader never sees a
     // head whose segments are not there.
+    if let Some(only) = &opts.only {
+        for id in only {
+            crate::error::check_id(id)?;
+        }
+        run.only.clone_from(&opts.only);
+        run.pull()?;
+        run.state.save(&path, true)?;
+        return Ok(run.report);
+    }
     run.careful = run.state.unfinished;
     run.state.unfinished = true;
     run.state.save(&path, false)?;

@@ -52,6 +52,12 @@ impl Sync<'_> {
             .flat_map(|(m, ms)| ms.entries.values().map(move |e| (m.clone(), e.clone())))
             .collect();
         for (m, e) in work {
+            if let Some(only) = &self.only {
+                let session = e.rel.split(['/', '.']).next().unwrap_or_default();
+                if !only.iter().any(|s| s == session) {
+                    continue;
+                }
+            }
             match self.apply(&m, &e) {
                 Err(err) if super::unreachable(&err) => return Err(err),
                 Err(err) => self
