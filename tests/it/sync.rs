@@ -346,7 +346,9 @@ fn resume_with_remote_pulls_just_that_session() {
     let sessions = seed_sessions(&a, 81);
     let url = remote(tmp.path());
     a.sync(&url, &SyncOptions::all());
-    let mine = b.claude.join("projects/-b/5e55b0b0-0000-4000-8000-000000000001.jsonl");
+    let mine = b
+        .claude
+        .join("projects/-b/5e55b0b0-0000-4000-8000-000000000001.jsonl");
     b.append(&mine, "only on b");
     let (sid, _) = &sessions[1];
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_chainlog"))
@@ -357,7 +359,11 @@ fn resume_with_remote_pulls_just_that_session() {
         .args(["resume", sid, "--remote", &url, "--format", "uuids"])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let got: Vec<String> = String::from_utf8(out.stdout)
         .unwrap()
         .lines()
@@ -367,8 +373,20 @@ fn resume_with_remote_pulls_just_that_session() {
     // Only that session came (its transcript and its folder), and nothing of B went up.
     let other = |f: &String| !f.contains(sid.as_str()) && !f.starts_with("-b/");
     assert!(!b.files().keys().any(other), "{:?}", b.files().keys());
-    let theirs = a.files().keys().filter(|k| k.contains(sid.as_str())).count();
-    assert_eq!(b.files().keys().filter(|k| k.contains(sid.as_str())).count(), theirs);
-    let machines = std::fs::read_dir(tmp.path().join("remote/m")).unwrap().count();
+    let theirs = a
+        .files()
+        .keys()
+        .filter(|k| k.contains(sid.as_str()))
+        .count();
+    assert_eq!(
+        b.files()
+            .keys()
+            .filter(|k| k.contains(sid.as_str()))
+            .count(),
+        theirs
+    );
+    let machines = std::fs::read_dir(tmp.path().join("remote/m"))
+        .unwrap()
+        .count();
     assert_eq!(machines, 1, "B published nothing");
 }

@@ -281,15 +281,16 @@ pub(crate) fn sync(
         run.state.save(&path, true)?;
         return Ok(run.report);
     }
-    run.careful = run.state.unfinished;
-    run.state.unfinished = true;
-    run.state.save(&path, false)?;
+    // A sync that began and did not end leaves its marker: the next asks before each upload
+    // whether the object is there (a clean one does not spend the request).
+    let marker = path.with_extension("unfinished");
+    run.careful = marker.exists();
+    std::fs::write(&marker, b"").map_err(|e| Error::io(&marker, e))?;
     run.push()?;
-    run.state.save(&path, false)?;
     run.pull()?;
     run.publish()?;
-    run.state.unfinished = false;
     run.state.save(&path, true)?;
+    std::fs::remove_file(&marker).map_err(|e| Error::io(&marker, e))?;
     Ok(run.report)
 }
 

@@ -101,10 +101,6 @@ pub struct State {
     pub next_seq: u64,
     /// The last snapshot's sequence number.
     pub last_snapshot: Option<u64>,
-    /// A sync began and has not ended (killed): the next one checks before each upload whether
-    /// the object is already there.
-    #[serde(default)]
-    pub unfinished: bool,
     /// `--map FROM=TO` given so far (path prefixes), newest last.
     pub maps: Vec<(String, String)>,
     /// Local files by path below the projects folder (`<key>/<rel>`).
@@ -121,7 +117,6 @@ impl State {
             machine: uuid::Uuid::new_v4().simple().to_string(),
             next_seq: 0,
             last_snapshot: None,
-            unfinished: false,
             maps: Vec::new(),
             files: BTreeMap::new(),
             machines: BTreeMap::new(),
