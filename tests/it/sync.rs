@@ -55,13 +55,20 @@ impl Machine {
             .collect()
     }
 
-    /// What `chainlog resume SESSION --format api` prints here (the request the model gets).
-    pub fn resume_api(&self, session: &str) -> String {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_chainlog"))
-            .arg("--claude-dir")
+    /// `chainlog` with this machine's claude dir and index dir.
+    pub fn command(&self) -> std::process::Command {
+        let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_chainlog"));
+        c.arg("--claude-dir")
             .arg(&self.claude)
             .arg("--index-dir")
-            .arg(&self.index)
+            .arg(&self.index);
+        c
+    }
+
+    /// What `chainlog resume SESSION --format api` prints here (the request the model gets).
+    pub fn resume_api(&self, session: &str) -> String {
+        let out = self
+            .command()
             .args(["resume", session, "--format", "api"])
             .output()
             .unwrap();
@@ -108,6 +115,13 @@ pub fn seed_sessions(m: &Machine, seed: u64) -> Vec<(String, PathBuf)> {
         .collect()
 }
 
+/// Two machines, the first holding a few sessions, and a `file://` remote, in `tmp`.
+fn pair(tmp: &Path, seed: u64) -> (Machine, Machine, Vec<(String, PathBuf)>, String) {
+    let (a, b) = (Machine::new(tmp, "a"), Machine::new(tmp, "b"));
+    let sessions = seed_sessions(&a, seed);
+    (a, b, sessions, remote(tmp))
+}
+
 fn remote(tmp: &Path) -> String {
     format!("file://{}", tmp.join("remote").display())
 }
@@ -115,9 +129,7 @@ fn remote(tmp: &Path) -> String {
 #[test]
 fn two_machines_end_with_the_same_sessions_and_a_second_sync_sends_nothing() {
     let tmp = tempfile::tempdir().unwrap();
-    let (a, b) = (Machine::new(tmp.path(), "a"), Machine::new(tmp.path(), "b"));
-    let sessions = seed_sessions(&a, 11);
-    let url = remote(tmp.path());
+    let (a, b, sessions, url) = pair(tmp.path(), 11);
     let all = SyncOptions::all();
 
     let first = a.sync(&url, &all);
@@ -190,9 +202,7 @@ fn two_machines_end_with_the_same_sessions_and_a_second_sync_sends_nothing() {
 #[test]
 fn sessions_continued_on_both_machines_are_both_kept() {
     let tmp = tempfile::tempdir().unwrap();
-    let (a, b) = (Machine::new(tmp.path(), "a"), Machine::new(tmp.path(), "b"));
-    let sessions = seed_sessions(&a, 21);
-    let url = remote(tmp.path());
+    let (a, b, sessions, url) = pair(tmp.path(), 21);
     let all = SyncOptions::all();
     a.sync(&url, &all);
     b.sync(&url, &all);
@@ -276,14 +286,9 @@ fn with_a_key_no_message_text_reaches_the_remote() {
 #[test]
 fn sync_watch_sends_an_append_without_waiting_for_its_interval() {
     let tmp = tempfile::tempdir().unwrap();
-    let (a, b) = (Machine::new(tmp.path(), "a"), Machine::new(tmp.path(), "b"));
-    let sessions = seed_sessions(&a, 61);
-    let url = remote(tmp.path());
-    let mut watcher = std::process::Command::new(env!("CARGO_BIN_EXE_chainlog"))
-        .arg("--claude-dir")
-        .arg(&a.claude)
-        .arg("--index-dir")
-        .arg(&a.index)
+    let (a, b, sessions, url) = pair(tmp.path(), 61);
+    let mut watcher = a
+        .command()
         .args(["sync", &url, "--all", "--watch", "--interval", "3600"])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
@@ -342,20 +347,15 @@ fn a_push_reports_its_progress_up_to_what_it_sent() {
 #[test]
 fn resume_with_remote_pulls_just_that_session() {
     let tmp = tempfile::tempdir().unwrap();
-    let (a, b) = (Machine::new(tmp.path(), "a"), Machine::new(tmp.path(), "b"));
-    let sessions = seed_sessions(&a, 81);
-    let url = remote(tmp.path());
+    let (a, b, sessions, url) = pair(tmp.path(), 81);
     a.sync(&url, &SyncOptions::all());
     let mine = b
         .claude
         .join("projects/-b/5e55b0b0-0000-4000-8000-000000000001.jsonl");
     b.append(&mine, "only on b");
     let (sid, _) = &sessions[1];
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_chainlog"))
-        .arg("--claude-dir")
-        .arg(&b.claude)
-        .arg("--index-dir")
-        .arg(&b.index)
+    let out = b
+        .command()
         .args(["resume", sid, "--remote", &url, "--format", "uuids"])
         .output()
         .unwrap();

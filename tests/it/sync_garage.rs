@@ -185,11 +185,7 @@ impl Garage {
 
     /// `chainlog sync` of `m` against this cluster (through node 0), as a process.
     fn sync(&self, m: &Machine, extra: &[&str]) -> Child {
-        Command::new(env!("CARGO_BIN_EXE_chainlog"))
-            .arg("--claude-dir")
-            .arg(&m.claude)
-            .arg("--index-dir")
-            .arg(&m.index)
+        m.command()
             .args(["sync", "s3://chainlog/sessions", "--all", "--json"])
             .args(extra)
             .env(

@@ -6,7 +6,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
-use std::process::Command;
 use std::time::Duration;
 
 use chainlog::SyncOptions;
@@ -64,11 +63,8 @@ fn stem(p: &std::path::Path) -> String {
 }
 
 fn killed_sync(m: &Machine, remote: &str, delay: u8) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_chainlog"))
-        .arg("--claude-dir")
-        .arg(&m.claude)
-        .arg("--index-dir")
-        .arg(&m.index)
+    let mut child = m
+        .command()
         .args(["sync", remote, "--all"])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
