@@ -426,3 +426,37 @@ fn interrupt_detection_runs_after_the_clean_up() {
         "interrupted_prompt"
     );
 }
+
+/// The shape of the kit's `streamjson 02` scenario as 2.1.332 writes it (issue 31, class 6).
+#[test]
+fn a_message_queued_into_a_running_turn_is_user_text_beside_the_results() {
+    let queued = |hosts: bool| {
+        json!({"type": "attachment", "uuid": "q", "renderedRole": "system",
+            "attachment": {"type": "queued_command", "prompt": "two", "commandMode": "prompt",
+                "hostsOwnTurn": hosts},
+            "rendered": [{"content": "<system-reminder>\nThe user sent a new message while you were working:\ntwo\n</system-reminder>"}]})
+    };
+    let turn = |q: Value| {
+        api(&[
+            user("u", json!("one")),
+            assistant("a1", "m", tool_use("t1", "Bash")),
+            user("r1", result("t1")),
+            q,
+            assistant("a2", "n", json!({"type": "text", "text": "done"})),
+        ])
+    };
+    let msgs = turn(queued(true));
+    assert_eq!(roles(&msgs), ["user", "assistant", "user", "assistant"]);
+    let blocks = msgs[2]["content"].as_array().unwrap();
+    assert_eq!(blocks[0]["type"], "tool_result");
+    assert_eq!(
+        blocks[1],
+        json!({"type": "text", "text": "The user sent a new message while you were working:\ntwo"})
+    );
+    // Without `hostsOwnTurn` (2.1.328's files) it stays a system reminder, as before.
+    let msgs = turn(queued(false));
+    assert_eq!(
+        roles(&msgs),
+        ["user", "assistant", "user", "system", "assistant"]
+    );
+}

@@ -183,6 +183,22 @@ fn classify(v: &Value) -> Option<Unit> {
                 .iter()
                 .filter_map(|r| r.get("content").and_then(Value::as_str))
                 .collect();
+            // A message the user queued while a turn ran, delivered within that turn (2.1.332
+            // writes `hostsOwnTurn`): sent as plain user text beside the tool results, without
+            // its reminder wrapper, whichever client resumes it (issue 31, class 6).
+            if v.pointer("/attachment/type").and_then(Value::as_str) == Some("queued_command")
+                && v.pointer("/attachment/hostsOwnTurn")
+                    .and_then(Value::as_bool)
+                    == Some(true)
+            {
+                let blocks = texts
+                    .iter()
+                    .map(|t| text_block(unwrap_reminder(t)))
+                    .collect();
+                let mut u = Unit::user(blocks, false);
+                u.attachment = true;
+                return Some(u);
+            }
             match v.get("renderedRole").and_then(Value::as_str) {
                 Some("system") => Some(Unit {
                     role: Role::System,
