@@ -390,3 +390,30 @@ fn resume_with_remote_pulls_just_that_session() {
         .count();
     assert_eq!(machines, 1, "B published nothing");
 }
+
+#[test]
+fn a_machine_that_lost_its_sync_state_makes_no_fork_elsewhere() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, b, sessions, url) = pair(tmp.path(), 91);
+    let all = SyncOptions::all();
+    a.sync(&url, &all);
+    b.sync(&url, &all);
+    // A's sync state goes (its index folder cleared): A pushes everything again, under a new
+    // machine id and other segments, and goes on appending.
+    std::fs::remove_dir_all(a.index.join("sync")).unwrap();
+    let u = a.append(&sessions[0].1, "after the state was lost");
+    let again = a.sync(&url, &all);
+    assert!(again.forks.is_empty(), "{again:?}");
+    let r = b.sync(&url, &all);
+    assert!(
+        r.forks.is_empty(),
+        "the same bytes again are not a divergence: {r:?}"
+    );
+    assert_eq!(b.resume(&sessions[0].0).last(), Some(&u));
+    assert_eq!(a.files(), b.files());
+    for m in [&a, &b] {
+        let settled = m.sync(&url, &all);
+        assert!(settled.forks.is_empty(), "{settled:?}");
+        assert_eq!(settled.uploaded_bytes, 0, "{settled:?}");
+    }
+}

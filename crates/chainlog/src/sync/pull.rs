@@ -261,8 +261,12 @@ impl Sync<'_> {
         let held = held_after(&file, &path, off, len, fetched)?;
         let theirs = fetched_len(fetched);
         match held {
-            Some(n) if st_len == off && (n == len - off || n == theirs) => {
-                // The local file ends inside (or where) the other's continues: append the rest.
+            // The local file ends inside (or where) the other's continuation ends: append the
+            // rest (a machine whose state was lost with a killed sync pushes the same bytes
+            // again under other segments; they are not a divergence). Or it holds all of it
+            // and nothing past `off` was synced from here: take their chain, the rest of the
+            // local file is pushed after it.
+            Some(n) if n == len - off || (st_len == off && n == theirs) => {
                 let mut at = off;
                 for f in fetched {
                     if f.start != at {
