@@ -234,6 +234,27 @@ fn sessions_continued_on_both_machines_are_both_kept() {
         );
         assert_eq!(fork[..fork.len() - 1], m.resume(sid)[..fork.len() - 1]);
     }
+    // A goes on with its continuation: B's copy of it (the fork) grows, and says where it
+    // came from.
+    let more = a.append(path_a, "more on a");
+    a.sync(&url, &all);
+    let r = b.sync(&url, &all);
+    assert!(r.forks.is_empty(), "{r:?}");
+    let fork = &rb.forks[0].fork;
+    assert_eq!(b.resume(fork).last(), Some(&more));
+    let fork_file = b
+        .files()
+        .into_iter()
+        .find(|(k, _)| k.ends_with(&format!("{fork}.jsonl")))
+        .unwrap()
+        .1;
+    for line in String::from_utf8(fork_file).unwrap().lines() {
+        let v: Value = serde_json::from_str(line).unwrap();
+        if v.get("uuid").is_some() {
+            assert_eq!(v["requestSessionId"], sid.as_str(), "{line}");
+            assert_eq!(v["sessionId"], fork.as_str(), "{line}");
+        }
+    }
     // Settled: more syncs make no more forks and send nothing.
     for m in [&a, &b, &a] {
         let r = m.sync(&url, &all);
@@ -280,7 +301,6 @@ fn with_a_key_no_message_text_reaches_the_remote() {
     assert!(err.to_string().contains("key"), "{err}");
     b.sync(&url, &keyed);
     assert_eq!(a.files(), b.files());
-    let _: Value = json!(null);
 }
 
 #[test]

@@ -151,6 +151,10 @@ impl Sync<'_> {
         if !valid_rel(&e.rel) || e.id != file_id(&self.seal, &e.rel) {
             return Err(self.damaged("an entry whose path is not a session file's"));
         }
+        // Names built from what another machine wrote hold only what this crate makes.
+        if !valid_machine(&e.owner) || !valid_hash(&e.head) {
+            return Err(self.damaged("an entry naming no object"));
+        }
         let Some(key) = self.placer.place(&e.project) else {
             return Err(self.damaged("an entry whose project is not a folder name"));
         };
@@ -194,7 +198,7 @@ impl Sync<'_> {
             if let Some(k) = fork_heads.get(&head) {
                 break Base::Fork(k.clone());
             }
-            if !valid_machine(&owner) {
+            if !valid_machine(&owner) || !valid_hash(&head) {
                 return Err(self.damaged("a segment naming no machine before it"));
             }
             let Some(obj) = self.remote.get(&segment_name(&owner, &e.id, &head))? else {
@@ -375,6 +379,7 @@ impl Sync<'_> {
             fork_key.clone(),
             ForkState {
                 session: session.clone(),
+                source: name.trim_end_matches(".jsonl").to_owned(),
                 local: made.clone(),
                 heads: Vec::new(),
             },
@@ -405,7 +410,7 @@ impl Sync<'_> {
             .split_once('/')
             .expect("a fork's local path has a project");
         let dir = self.projects.join(key);
-        let source_session = k.split('/').nth(1).unwrap_or_default().to_owned();
+        let source_session = f.source.clone();
         let mut entries = Vec::new();
         for s in fetched {
             let bytes = std::fs::read(&s.file).map_err(|err| Error::io(&s.file, err))?;
@@ -591,6 +596,11 @@ fn source_of(scratch: &Path, name: &str) -> PathBuf {
 
 fn file_name(rel: &str) -> &str {
     rel.rsplit('/').next().unwrap_or(rel)
+}
+
+/// A hash as this crate writes them (64 hex digits): never a path.
+fn valid_hash(h: &str) -> bool {
+    h.len() == 64 && h.bytes().all(|b| b.is_ascii_hexdigit())
 }
 
 /// A machine id as this crate makes them (32 hex digits): never a path.

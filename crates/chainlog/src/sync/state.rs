@@ -86,6 +86,9 @@ pub struct MachineState {
 pub struct ForkState {
     /// The session written here.
     pub session: String,
+    /// The session it continues (its `requestSessionId`).
+    #[serde(default)]
+    pub source: String,
     /// Its local path below the projects folder.
     pub local: String,
     /// Chain hashes of the other machine's file already copied into it.
