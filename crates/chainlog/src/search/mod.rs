@@ -45,6 +45,9 @@ use crate::index::Sidecars;
 use crate::index::db::progress::Tracker;
 use repair::{Fault, guarded};
 
+/// How long a catch-up waits for the index's writer lock held by another writer.
+const WRITER_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// One message that matches a query.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -240,14 +243,7 @@ impl ProjectIndex {
         let mut progress = Tracker::new(project_dir, total);
         // Not clean until committed.
         repair::unmark(&self.dir)?;
-        let mut writer: IndexWriter =
-            self.index
-                .writer_with_num_threads(1, 50_000_000)
-                .map_err(|e| match e {
-                    // Another process writes it: busy, not damaged.
-                    TantivyError::LockFailure(..) => Fault::Other(repair::error(&self.dir, e)),
-                    e => e.into(),
-                })?;
+        let mut writer: IndexWriter = self.writer()?;
         for k in &gone {
             writer.delete_term(Term::from_field_text(self.fields.path, k));
             marks.remove(k);
@@ -467,6 +463,24 @@ impl ProjectIndex {
         let mut parser = QueryParser::for_index(&self.index, vec![self.fields.text]);
         parser.set_conjunction_by_default();
         parser.parse_query_lenient(query).0
+    }
+
+    /// The index's writer. Its lock is held by another writer (another process, or one of this
+    /// process's being dropped): waited for up to [`WRITER_WAIT`], then busy, not damaged.
+    fn writer(&self) -> std::result::Result<IndexWriter, Fault> {
+        let started = std::time::Instant::now();
+        loop {
+            match self.index.writer_with_num_threads(1, 50_000_000) {
+                Ok(w) => return Ok(w),
+                Err(TantivyError::LockFailure(..)) if started.elapsed() < WRITER_WAIT => {
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                }
+                Err(e @ TantivyError::LockFailure(..)) => {
+                    return Err(Fault::Other(repair::error(&self.dir, e)));
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
     }
 
     /// A searcher on the last commit. Searches run on the calling thread (the index's default
