@@ -289,6 +289,7 @@ pub(crate) fn sync(
     run.push()?;
     run.pull()?;
     run.publish()?;
+    run.state.compact();
     run.state.save(&path, true)?;
     std::fs::remove_file(&marker).map_err(|e| Error::io(&marker, e))?;
     Ok(run.report)

@@ -11,6 +11,9 @@ use serde::{Deserialize, Serialize};
 use super::format::{Entry, Project};
 use crate::error::{Error, Result};
 
+/// Hashes kept per file by [`State::compact`].
+pub const KEPT_HASHES: usize = 256;
+
 /// A local file's place in its chain.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct FileState {
@@ -127,6 +130,29 @@ impl State {
         }
     }
 
+    /// Bounds what grows with every sync: each file keeps its first and its last
+    /// [`KEPT_HASHES`] boundaries (and as many contained heads, fork heads). An older hash is
+    /// only a place where a walk back may stop sooner; without it the walk goes on to an older
+    /// one (more segments read), never to another answer.
+    pub fn compact(&mut self) {
+        fn keep_last<T>(v: &mut Vec<T>, n: usize) {
+            if v.len() > n {
+                v.drain(..v.len() - n);
+            }
+        }
+        for st in self.files.values_mut() {
+            if st.boundaries.len() > KEPT_HASHES + 1 {
+                let first = st.boundaries[0].clone();
+                keep_last(&mut st.boundaries, KEPT_HASHES);
+                st.boundaries.insert(0, first);
+            }
+            keep_last(&mut st.contained, KEPT_HASHES);
+        }
+        for f in self.forks.values_mut() {
+            keep_last(&mut f.heads, KEPT_HASHES);
+        }
+    }
+
     /// The state file for `remote` in `index_dir`.
     pub fn path(index_dir: &Path, remote: &str) -> PathBuf {
         let name = blake3::hash(remote.as_bytes()).to_hex();
@@ -173,5 +199,26 @@ impl State {
             .and_then(|()| if durable { f.sync_all() } else { Ok(()) })
             .map_err(|e| Error::io(&tmp, e))?;
         std::fs::rename(&tmp, path).map_err(|e| Error::io(path, e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn compaction_keeps_the_start_and_the_newest_boundaries() {
+        let mut st = State::new();
+        let mut f = FileState::empty("id".into(), "h0".into(), Project::default(), false);
+        for i in 1..=1000u64 {
+            f.boundaries.push((i, format!("h{i}")));
+        }
+        st.files.insert("k/s.jsonl".into(), f);
+        st.compact();
+        let b = &st.files["k/s.jsonl"].boundaries;
+        assert_eq!(b.len(), KEPT_HASHES + 1);
+        assert_eq!(b[0], (0, "h0".to_owned()));
+        assert_eq!(b[1].0, 1001 - KEPT_HASHES as u64);
+        assert_eq!(b.last(), Some(&(1000, "h1000".to_owned())));
     }
 }
