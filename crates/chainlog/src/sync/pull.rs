@@ -492,11 +492,22 @@ impl Sync<'_> {
         if self.seal.hash(&[b"blob", &bytes]) != e.head {
             return Err(self.damaged("a file whose bytes are not its name's"));
         }
-        let Some(mut f) = folder.create_new(name, 0o600)? else {
+        // Written whole under a dot name (never synced, never listed), then renamed into place:
+        // a sync killed meanwhile leaves no half file where the client reads one.
+        let tmp = format!(".{name}.chainlog-sync");
+        folder.remove(&tmp)?;
+        let Some(mut f) = folder.create_new(&tmp, 0o600)? else {
             return Ok(());
         };
-        f.write_all(&bytes).map_err(|err| Error::io(&path, err))?;
-        f.sync_data().map_err(|err| Error::io(&path, err))?;
+        f.write_all(&bytes)
+            .and_then(|()| f.sync_data())
+            .map_err(|err| Error::io(folder.join(&tmp), err))?;
+        drop(f);
+        if folder.stat(name)?.is_some() {
+            folder.remove(&tmp)?;
+            return Ok(()); // written here meanwhile: this machine's copy stays
+        }
+        folder.rename(&tmp, name)?;
         self.state.files.insert(
             local.to_owned(),
             FileState {

@@ -187,12 +187,17 @@ impl Sync<'_> {
     /// One manifest delta for the files whose head this machine has not published yet (and a
     /// snapshot of all of them every [`SNAPSHOT_EVERY`] deltas).
     pub(super) fn publish(&mut self) -> Result<()> {
+        let unpublished =
+            |st: &FileState| st.owner.is_some() && st.published.as_ref() != Some(&st.head);
+        if !self.state.files.values().any(unpublished) {
+            return Ok(()); // nothing changed: not even the facts cache is opened
+        }
         let mut cache = crate::catalog::cache::FactsCache::new(self.sidecars);
         let changed: Vec<(String, Entry)> = self
             .state
             .files
             .iter()
-            .filter(|(_, st)| st.owner.is_some() && st.published.as_ref() != Some(&st.head))
+            .filter(|(_, st)| unpublished(st))
             .map(|(local, st)| {
                 let mut e = entry(local, st);
                 // A session's own transcript (not an agent's file beside it).
@@ -216,9 +221,6 @@ impl Sync<'_> {
                 st.facts.clone_from(&e.facts);
             }
             entries.push(e);
-        }
-        if entries.is_empty() {
-            return Ok(());
         }
         let dir = format!("m/{}", self.state.machine);
         let mut seq = self.state.next_seq;
