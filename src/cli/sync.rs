@@ -70,6 +70,7 @@ pub fn run(cli: &Cli, a: &SyncArgs, out: &mut impl Write) -> CliResult {
         key,
         progress: super::progress::sync_bar(),
         only: (!a.sessions.is_empty()).then(|| a.sessions.clone()),
+        changed: None,
     };
     let store = super::store(cli)?;
     if !a.watch {
@@ -78,7 +79,14 @@ pub fn run(cli: &Cli, a: &SyncArgs, out: &mut impl Write) -> CliResult {
         return Ok(ExitCode::SUCCESS);
     }
     let projects = store.claude_dir()?.join("projects");
+    let projects = projects.canonicalize().unwrap_or(projects);
+    let watch = Watch::start(&projects);
+    // The first sync looks at every file; the next ones at what the watcher saw change (all
+    // again when it lost track).
+    let mut changed = None;
     loop {
+        let mut opts = opts.clone();
+        opts.changed = changed.take();
         // A failed sync (the network down) is said and tried again at the next turn.
         match store.sync(&a.remote, &opts) {
             Ok(r) => {
@@ -87,34 +95,80 @@ pub fn run(cli: &Cli, a: &SyncArgs, out: &mut impl Write) -> CliResult {
                     out.flush()?;
                 }
             }
-            Err(e) => eprintln!("chainlog: {e}"),
+            Err(e) => {
+                eprintln!("chainlog: {e}");
+                // What it would have sent is looked for again.
+                changed = None;
+                std::thread::sleep(std::time::Duration::from_secs(a.interval));
+                continue;
+            }
         }
-        let seen = fingerprint(&projects);
-        let until = std::time::Instant::now() + std::time::Duration::from_secs(a.interval);
-        while std::time::Instant::now() < until && fingerprint(&projects) == seen {
-            std::thread::sleep(std::time::Duration::from_secs(1));
+        changed = watch
+            .as_ref()
+            .and_then(|w| w.wait(std::time::Duration::from_secs(a.interval)));
+        if watch.is_none() {
+            std::thread::sleep(std::time::Duration::from_secs(a.interval));
         }
     }
 }
 
-/// The sizes and times of every file below `dir` (a transcript growing changes it).
-fn fingerprint(dir: &std::path::Path) -> u64 {
-    use std::hash::{Hash, Hasher};
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
-            let Ok(md) = e.metadata() else { continue };
-            if md.is_dir() {
-                stack.push(e.path());
-            } else {
-                e.path().hash(&mut h);
-                md.len().hash(&mut h);
-                md.modified().ok().hash(&mut h);
+/// The files below the projects folder that changed, as the kernel reports them.
+struct Watch {
+    _watcher: notify::RecommendedWatcher,
+    events: std::sync::mpsc::Receiver<notify::Result<notify::Event>>,
+}
+
+impl Watch {
+    /// A watcher of `projects` and everything below it (`None`: it cannot be watched, e.g. it
+    /// does not exist yet; every turn then looks at every file).
+    fn start(projects: &std::path::Path) -> Option<Watch> {
+        use notify::Watcher;
+        let (tx, events) = std::sync::mpsc::channel();
+        let mut watcher = notify::recommended_watcher(move |ev| {
+            let _ = tx.send(ev);
+        })
+        .ok()?;
+        watcher
+            .watch(projects, notify::RecursiveMode::Recursive)
+            .ok()?;
+        Some(Watch {
+            _watcher: watcher,
+            events,
+        })
+    }
+
+    /// Waits up to `interval` for a change, then a moment for the rest of its burst; the files
+    /// changed (`None`: look at every file: a folder appeared, whose files may predate its
+    /// watch, or the watcher lost events).
+    fn wait(&self, interval: std::time::Duration) -> Option<Vec<std::path::PathBuf>> {
+        use std::sync::mpsc::RecvTimeoutError;
+        let settle = std::time::Duration::from_millis(200);
+        let mut paths = std::collections::BTreeSet::new();
+        let mut timeout = interval;
+        // A transcript written to without pause is still synced every few seconds.
+        let mut burst_ends = None;
+        loop {
+            if let Some(end) = burst_ends {
+                timeout = timeout.min(end - std::time::Instant::now().min(end));
+            }
+            match self.events.recv_timeout(timeout) {
+                Ok(Ok(ev)) => {
+                    let new_dir = matches!(ev.kind, notify::EventKind::Create(_))
+                        && ev.paths.iter().any(|p| p.is_dir());
+                    if ev.need_rescan() || new_dir {
+                        return None;
+                    }
+                    if !matches!(ev.kind, notify::EventKind::Access(_)) {
+                        paths.extend(ev.paths);
+                    }
+                    timeout = settle;
+                    burst_ends.get_or_insert(std::time::Instant::now() + 5 * settle);
+                }
+                Ok(Err(_)) | Err(RecvTimeoutError::Disconnected) => return None,
+                Err(RecvTimeoutError::Timeout) => return Some(paths.into_iter().collect()),
             }
         }
     }
-    h.finish()
 }
 
 fn report(
@@ -140,6 +194,8 @@ fn report(
             "uploadedBytes": r.uploaded_bytes,
             "pulledFiles": r.pulled_files,
             "pulledBytes": r.pulled_bytes,
+            "checkedFiles": r.checked_files,
+            "checkedEntries": r.checked_entries,
             "forks": forks,
             "skipped": r.skipped,
         });

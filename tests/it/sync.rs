@@ -309,8 +309,16 @@ fn sync_watch_sends_an_append_without_waiting_for_its_interval() {
     let (a, b, sessions, url) = pair(tmp.path(), 61);
     let mut watcher = a
         .command()
-        .args(["sync", &url, "--all", "--watch", "--interval", "3600"])
-        .stdout(std::process::Stdio::null())
+        .args([
+            "--json",
+            "sync",
+            &url,
+            "--all",
+            "--watch",
+            "--interval",
+            "3600",
+        ])
+        .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
@@ -334,9 +342,80 @@ fn sync_watch_sends_an_append_without_waiting_for_its_interval() {
     let u = a.append(path, "while watching");
     let second = arrived(&b, sid, &u);
     let _ = watcher.kill();
-    let _ = watcher.wait();
+    let out = watcher.wait_with_output().unwrap();
     assert!(first, "the watcher's first sync");
     assert!(second, "the append reached the other machine within 20 s");
+    // The first turn looked at every file; the one that sent the append at that file alone
+    // (the watcher said which), not at every file again.
+    let reports: Vec<Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let all = a.files().len() as u64;
+    assert_eq!(reports[0]["checkedFiles"], json!(all), "{reports:?}");
+    let sent = reports
+        .iter()
+        .skip(1)
+        .find(|r| r["pushedFiles"] != json!(0))
+        .unwrap_or_else(|| panic!("no turn sent the append: {reports:?}"));
+    assert_eq!(sent["checkedFiles"], json!(1), "{reports:?}");
+}
+
+#[test]
+fn an_incremental_sync_looks_only_at_what_changed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, b, sessions, url) = pair(tmp.path(), 81);
+    a.sync(&url, &SyncOptions::all());
+    let first = b.sync(&url, &SyncOptions::all());
+    let entries = first.checked_entries;
+    assert_eq!(
+        entries,
+        a.files().len() as u64,
+        "a first pull looks at every file"
+    );
+    // One append on A, synced with the file named (as `--watch` does): A looks at it alone.
+    let (sid, path) = &sessions[1];
+    let u = a.append(path, "one more");
+    let r = a.sync(
+        &url,
+        &SyncOptions {
+            changed: Some(vec![path.clone(), a.claude.join("elsewhere.txt")]),
+            ..SyncOptions::all()
+        },
+    );
+    assert_eq!((r.checked_files, r.pushed_files), (1, 1), "{r:?}");
+    // B's pull looks at the one file the new manifest names, and brings it.
+    let r = b.sync(&url, &SyncOptions::all());
+    assert_eq!((r.checked_entries, r.pulled_files), (1, 1), "{r:?}");
+    assert_eq!(b.resume(sid).last(), Some(&u));
+    assert_eq!(a.files(), b.files());
+    // Nothing new: nothing looked at on the remote side.
+    let r = b.sync(&url, &SyncOptions::all());
+    assert_eq!(
+        (r.checked_entries, r.pulled_files, r.uploaded_bytes),
+        (0, 0, 0),
+        "{r:?}"
+    );
+}
+
+#[test]
+fn files_left_out_of_a_project_sync_arrive_with_a_later_sync_of_all() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, b, _sessions, url) = pair(tmp.path(), 91);
+    a.sync(&url, &SyncOptions::all());
+    let r = b.sync(
+        &url,
+        &SyncOptions {
+            scope: chainlog::SyncScope::Project("-no-such-project".into()),
+            ..SyncOptions::all()
+        },
+    );
+    assert_eq!(r.pulled_files, 0, "{r:?}");
+    assert!(b.files().is_empty());
+    let r = b.sync(&url, &SyncOptions::all());
+    assert!(r.pulled_files > 0, "{r:?}");
+    assert_eq!(a.files(), b.files());
 }
 
 #[test]

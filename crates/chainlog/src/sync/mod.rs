@@ -89,6 +89,10 @@ pub struct SyncOptions {
     /// Only pull these sessions (their transcripts and session folders), and push nothing:
     /// what resuming a session only the remote has needs.
     pub only: Option<Vec<String>>,
+    /// The only local files that may have changed since the last sync, as a file watcher saw
+    /// them (paths below the claude dir's `projects/`; others are ignored): the push looks at
+    /// these alone instead of every file in scope. `None`: look at every file.
+    pub changed: Option<Vec<PathBuf>>,
 }
 
 impl std::fmt::Debug for SyncOptions {
@@ -99,6 +103,7 @@ impl std::fmt::Debug for SyncOptions {
             .field("key", &self.key.as_ref().map(|_| "…"))
             .field("progress", &self.progress.is_some())
             .field("only", &self.only)
+            .field("changed", &self.changed.as_ref().map(Vec::len))
             .finish()
     }
 }
@@ -112,6 +117,7 @@ impl SyncOptions {
             key: None,
             progress: None,
             only: None,
+            changed: None,
         }
     }
 }
@@ -145,6 +151,12 @@ pub struct SyncReport {
     pub pulled_files: u64,
     /// Their new bytes.
     pub pulled_bytes: u64,
+    /// Local files the push looked at (a size read each): every file in scope, or only those
+    /// [`SyncOptions::changed`] named.
+    pub checked_files: u64,
+    /// Other machines' files the pull looked at: those their manifests named since the last
+    /// sync, and those left for later.
+    pub checked_entries: u64,
     /// Sessions both machines continued.
     pub forks: Vec<ForkNote>,
     /// Files left as they were, and why.
@@ -195,6 +207,8 @@ struct Sync<'a> {
     to_send: u64,
     /// Pull only these sessions.
     only: Option<Vec<String>>,
+    /// Push only these files (`(project key, path below the project)`).
+    changed: Option<Vec<(String, String)>>,
 }
 
 impl<'a> Sync<'a> {
@@ -252,6 +266,7 @@ impl<'a> Sync<'a> {
             progress: None,
             to_send: 0,
             only: None,
+            changed: None,
         };
         Ok((run, lock))
     }
@@ -270,6 +285,10 @@ pub(crate) fn sync(
     let (mut run, _lock) = Sync::begin(sidecars, claude_dir, remote, seal, &opts.maps, scope)?;
     let path = run.state_path.clone();
     run.progress.clone_from(&opts.progress);
+    run.changed = opts
+        .changed
+        .as_ref()
+        .map(|paths| changed_files(&run.projects, &run.scope, paths));
     // Segments first, then what was pulled, then one delta naming both: a reader never sees a
     // head whose segments are not there.
     if let Some(only) = &opts.only {
@@ -278,7 +297,7 @@ pub(crate) fn sync(
         }
         run.only.clone_from(&opts.only);
         run.pull()?;
-        run.state.save(&path, true)?;
+        run.state.save()?;
         return Ok(run.report);
     }
     // A sync that began and did not end leaves its marker: the next asks before each upload
@@ -290,7 +309,7 @@ pub(crate) fn sync(
     run.pull()?;
     run.publish()?;
     run.state.compact();
-    run.state.save(&path, true)?;
+    run.state.save()?;
     std::fs::remove_file(&marker).map_err(|e| Error::io(&marker, e))?;
     Ok(run.report)
 }
@@ -310,21 +329,28 @@ pub(crate) fn remote_sessions(
     }
     let (mut run, _lock) = Sync::begin(sidecars, claude_dir, remote, seal, &[], Keys(None))?;
     run.fold_all()?;
-    run.state.save(&run.state_path, true)?;
+    run.state.save()?;
     let me = run.state.machine.clone();
     let mut out = Vec::new();
-    let theirs = run
+    let theirs: Vec<(String, format::Entry)> = run
         .state
-        .machines
-        .iter()
-        .flat_map(|(m, ms)| ms.entries.values().map(move |e| (m.clone(), e.clone())));
-    let mine = run
+        .entries
+        .all()?
+        .map(|(k, e)| {
+            (
+                k.split_once('/').map_or("", |(m, _)| m).to_owned(),
+                e.clone(),
+            )
+        })
+        .collect();
+    let mine: Vec<(String, format::Entry)> = run
         .state
         .files
-        .iter()
+        .all()?
         .filter(|(_, st)| st.published.is_some())
-        .map(|(local, st)| (me.clone(), push::entry(local, st)));
-    for (m, e) in theirs.chain(mine) {
+        .map(|(local, st)| (me.clone(), push::entry_of(local, st)))
+        .collect();
+    for (m, e) in theirs.into_iter().chain(mine) {
         let Some(facts) = e.facts.clone() else {
             continue;
         };
@@ -424,6 +450,34 @@ fn local_files(projects: &Path, scope: &Keys) -> Vec<(String, String)> {
         walk(&d.path(), "", &mut |rel| out.push((key.clone(), rel)));
     }
     out.sort();
+    out
+}
+
+/// The files of `paths` that sync covers, as [`local_files`] names them, sorted.
+fn changed_files(projects: &Path, scope: &Keys, paths: &[PathBuf]) -> Vec<(String, String)> {
+    // A watcher may name files by the folder's canonical path.
+    let canonical = projects.canonicalize().ok();
+    let mut out: Vec<(String, String)> = paths
+        .iter()
+        .filter_map(|p| {
+            let below = p
+                .strip_prefix(projects)
+                .ok()
+                .or_else(|| p.strip_prefix(canonical.as_ref()?).ok())?
+                .to_str()?;
+            let (key, rel) = below.split_once('/')?;
+            // As the walk: no folder on the way is a link.
+            let real_dirs = p
+                .ancestors()
+                .skip(1)
+                .take_while(|a| *a != projects && Some(*a) != canonical.as_deref())
+                .all(|a| std::fs::symlink_metadata(a).is_ok_and(|m| m.is_dir()));
+            (scope.includes(key) && format::valid_rel(rel) && real_dirs)
+                .then(|| (key.to_owned(), rel.to_owned()))
+        })
+        .collect();
+    out.sort();
+    out.dedup();
     out
 }
 

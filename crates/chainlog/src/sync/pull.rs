@@ -17,7 +17,7 @@ use super::format::{
     Entry, Manifest, OBJECT_MAX, blob_name, chain_next, chain_start, file_id, parse_segment,
     segment_name, seq_name, valid_rel,
 };
-use super::state::{FileState, ForkState, MachineState};
+use super::state::{FileState, ForkState};
 use super::{ForkNote, Sync};
 use crate::error::{Error, RemoteFault, Result};
 use crate::index::Sidecars;
@@ -43,28 +43,34 @@ enum Base {
 
 impl Sync<'_> {
     /// Pulls every other machine's files in scope.
+    /// Only the files the folded manifests named since they were last brought here (and
+    /// those left for later: out of the scopes synced so far, not readable yet) are looked at.
     pub(super) fn pull(&mut self) -> Result<()> {
         self.fold_all()?;
-        let work: Vec<(String, Entry)> = self
-            .state
-            .machines
-            .iter()
-            .flat_map(|(m, ms)| ms.entries.values().map(move |e| (m.clone(), e.clone())))
-            .collect();
-        for (m, e) in work {
+        let work: Vec<String> = self.state.todo.iter().cloned().collect();
+        for k in work {
+            let Some(e) = self.state.entries.get(&k)?.cloned() else {
+                self.state.todo.remove(&k);
+                continue;
+            };
+            let m = k.split_once('/').map_or("", |(m, _)| m).to_owned();
             if let Some(only) = &self.only {
                 let session = e.rel.split(['/', '.']).next().unwrap_or_default();
                 if !only.iter().any(|s| s == session) {
                     continue;
                 }
             }
+            self.report.checked_entries += 1;
             match self.apply(&m, &e) {
                 Err(err) if super::unreachable(&err) => return Err(err),
                 Err(err) => self
                     .report
                     .skipped
                     .push(format!("{} of machine {m}: {err}", e.rel)),
-                Ok(()) => {}
+                Ok(true) => {
+                    self.state.todo.remove(&k);
+                }
+                Ok(false) => {}
             }
         }
         Ok(())
@@ -84,20 +90,19 @@ impl Sync<'_> {
     /// Reads machine `m`'s manifests published since the last sync.
     fn fold(&mut self, m: &str) -> Result<()> {
         let dir = format!("m/{m}");
-        let mut ms = self.state.machines.get(m).cloned().unwrap_or_default();
-        if ms.seq.is_none()
+        let mut seq = self.state.machines.get(m).copied().flatten();
+        if seq.is_none()
             && let Some(last) = self.remote.names_after(&format!("{dir}/f"), None)?.last()
             && let Some(snap) = self.manifest(&format!("{dir}/f/{last}"))?
         {
-            ms = MachineState::default();
             for e in snap.entries {
-                ms.entries.insert(e.id.clone(), e);
+                self.note_entry(m, e);
             }
-            ms.seq = Some(snap.seq);
+            seq = Some(snap.seq);
         }
         let listed = self
             .remote
-            .names_after(&format!("{dir}/x"), ms.seq.map(seq_name).as_deref())?;
+            .names_after(&format!("{dir}/x"), seq.map(seq_name).as_deref())?;
         let max = listed
             .iter()
             .filter_map(|n| u64::from_str_radix(n, 16).ok())
@@ -105,19 +110,26 @@ impl Sync<'_> {
         if let Some(max) = max {
             // Every number up to the largest listed, by name: a listing that lags shows a later
             // delta before an earlier one; a number missing stops the fold until it appears.
-            let first = ms.seq.map_or(0, |s| s + 1);
-            for seq in first..=max {
-                let Some(delta) = self.manifest(&format!("{dir}/x/{}", seq_name(seq)))? else {
+            let first = seq.map_or(0, |s| s + 1);
+            for n in first..=max {
+                let Some(delta) = self.manifest(&format!("{dir}/x/{}", seq_name(n)))? else {
                     break;
                 };
                 for e in delta.entries {
-                    ms.entries.insert(e.id.clone(), e);
+                    self.note_entry(m, e);
                 }
-                ms.seq = Some(seq);
+                seq = Some(n);
             }
         }
-        self.state.machines.insert(m.to_owned(), ms);
+        self.state.machines.insert(m.to_owned(), seq);
         Ok(())
+    }
+
+    /// Machine `m`'s file as its manifest says now, to be brought here.
+    fn note_entry(&mut self, m: &str, e: Entry) {
+        let k = format!("{m}/{}", e.id);
+        self.state.todo.insert(k.clone());
+        self.state.entries.insert(k, e);
     }
 
     fn manifest(&self, name: &str) -> Result<Option<Manifest>> {
@@ -146,8 +158,9 @@ impl Sync<'_> {
         }
     }
 
-    /// Brings machine `m`'s file `e` here.
-    fn apply(&mut self, m: &str, e: &Entry) -> Result<()> {
+    /// Brings machine `m`'s file `e` here; whether that is settled (`false`: out of scope or
+    /// not readable yet, to be tried again by a later sync).
+    fn apply(&mut self, m: &str, e: &Entry) -> Result<bool> {
         if !valid_rel(&e.rel) || e.id != file_id(&self.seal, &e.rel) {
             return Err(self.damaged("an entry whose path is not a session file's"));
         }
@@ -159,13 +172,13 @@ impl Sync<'_> {
             return Err(self.damaged("an entry whose project is not a folder name"));
         };
         if !self.scope.includes(&key) {
-            return Ok(());
+            return Ok(false);
         }
         let local = format!("{key}/{}", e.rel);
         if e.blob {
             return self.apply_blob(m, e, &key, &local);
         }
-        let st = self.state.files.get(&local);
+        let st = self.state.files.get(&local)?;
         let start = chain_start(&self.seal, &e.id);
         let mut known: HashMap<String, u64> = HashMap::new();
         known.insert(start, 0);
@@ -174,7 +187,7 @@ impl Sync<'_> {
             known.extend(st.contained.iter().map(|(o, h)| (h.clone(), *o)));
         }
         if known.contains_key(&e.head) {
-            return Ok(()); // this machine has it (or more)
+            return Ok(true); // this machine has it (or more)
         }
         let fork_prefix = format!("{m}/{}/", e.id);
         let fork_heads: HashMap<String, String> = self
@@ -185,7 +198,7 @@ impl Sync<'_> {
             .flat_map(|(k, f)| f.heads.iter().map(move |h| (h.clone(), k.clone())))
             .collect();
         if fork_heads.contains_key(&e.head) {
-            return Ok(());
+            return Ok(true);
         }
         // Walk back to a hash this machine has.
         let scratch = self.scratch()?;
@@ -206,7 +219,7 @@ impl Sync<'_> {
                 self.report.skipped.push(format!(
                     "{local}: a segment of machine {owner} is not readable yet"
                 ));
-                return Ok(());
+                return Ok(false);
             };
             let plain = self.open(&obj)?;
             let Some((h, bytes)) = parse_segment(&plain) else {
@@ -237,7 +250,7 @@ impl Sync<'_> {
             Base::Fork(k) => self.extend_fork(&k, &fetched),
         };
         let _ = std::fs::remove_dir_all(&scratch);
-        done
+        done.map(|()| true)
     }
 
     fn extend_or_fork(
@@ -251,7 +264,7 @@ impl Sync<'_> {
     ) -> Result<()> {
         let local = format!("{key}/{}", e.rel);
         let local = local.as_str();
-        let st_len = self.state.files.get(local).map_or(0, |s| s.len);
+        let st_len = self.state.files.get(local)?.map_or(0, |s| s.len);
         let folder = self.folder_of(key, &e.rel, true)?;
         let name = file_name(&e.rel);
         let mut file = folder
@@ -285,11 +298,12 @@ impl Sync<'_> {
                     at += bytes.len() as u64;
                 }
                 file.sync_data().map_err(|err| Error::io(&path, err))?;
-                if !self.state.files.contains_key(local) {
+                if !self.state.files.contains_key(local)? {
                     let st = self.empty_state(&e.rel, e.project.clone(), false);
                     self.state.files.insert(local.to_owned(), st);
                 }
-                let st = self.state.files.get_mut(local).expect("the file's state");
+                self.state.unpublished.insert(local.to_owned());
+                let st = self.state.files.get_mut(local)?.expect("the file's state");
                 for f in fetched {
                     let end = f.start + std::fs::metadata(&f.file).map_or(0, |md| md.len());
                     st.boundaries.push((end, f.head.clone()));
@@ -306,7 +320,7 @@ impl Sync<'_> {
             }
             Some(n) if n == theirs => {
                 // The local file holds all of it already: remember their heads.
-                if let Some(st) = self.state.files.get_mut(local) {
+                if let Some(st) = self.state.files.get_mut(local)? {
                     for f in fetched {
                         let end = f.start + std::fs::metadata(&f.file).map_or(0, |md| md.len());
                         st.contained.push((end, f.head.clone()));
@@ -362,7 +376,7 @@ impl Sync<'_> {
         let parted = self
             .state
             .files
-            .get(&local)
+            .get(&local)?
             .and_then(|s| s.boundaries.iter().find(|(o, _)| *o == off))
             .map_or_else(|| chain_start(&self.seal, &e.id), |(_, h)| h.clone());
         let fork_key = format!("{m}/{}/{parted}", e.id);
@@ -384,8 +398,8 @@ impl Sync<'_> {
                 heads: Vec::new(),
             },
         );
-        self.note_sync_fork(&made, u64::MAX);
-        self.state.save(&self.state_path, false)?;
+        self.note_sync_fork(&made, u64::MAX)?;
+        self.state.save()?;
         let scratch_index = Sidecars::new(source.parent().expect("a parent").join("index"));
         crate::writer::copy::fork_into(&scratch_index, source, folder.path(), &session)?;
         let made_len =
@@ -393,7 +407,7 @@ impl Sync<'_> {
         if let Some(f) = self.state.forks.get_mut(&fork_key) {
             f.heads = fetched.iter().map(|f| f.head.clone()).collect();
         }
-        self.note_sync_fork(&made, made_len);
+        self.note_sync_fork(&made, made_len)?;
         self.report.forks.push(ForkNote {
             session: name.trim_end_matches(".jsonl").to_owned(),
             machine: m.to_owned(),
@@ -446,31 +460,32 @@ impl Sync<'_> {
         let made_len = std::fs::metadata(self.projects.join(&f.local)).map_or(0, |md| md.len());
         let fork = self.state.forks.get_mut(k).expect("the fork");
         fork.heads.extend(fetched.iter().map(|s| s.head.clone()));
-        self.note_sync_fork(&f.local, made_len);
+        self.note_sync_fork(&f.local, made_len)?;
         self.report.pulled_files += 1;
         Ok(())
     }
 
     /// Records a file sync wrote as a fork: not pushed while it holds only that.
-    fn note_sync_fork(&mut self, local: &str, len: u64) {
+    fn note_sync_fork(&mut self, local: &str, len: u64) -> Result<()> {
         let rel = local.split_once('/').map_or(local, |(_, r)| r).to_owned();
         let key = local.split_once('/').map_or("", |(k, _)| k).to_owned();
-        if !self.state.files.contains_key(local) {
+        if !self.state.files.contains_key(local)? {
             let st = self.empty_state(&rel, self.placer.describe(&key), false);
             self.state.files.insert(local.to_owned(), st);
         }
-        let st = self.state.files.get_mut(local).expect("the file's state");
+        let st = self.state.files.get_mut(local)?.expect("the file's state");
         st.sync_fork_len = Some(len);
+        Ok(())
     }
 
-    fn apply_blob(&mut self, m: &str, e: &Entry, key: &str, local: &str) -> Result<()> {
+    fn apply_blob(&mut self, m: &str, e: &Entry, key: &str, local: &str) -> Result<bool> {
         if self
             .state
             .files
-            .get(local)
+            .get(local)?
             .is_some_and(|s| s.head == e.head)
         {
-            return Ok(());
+            return Ok(true);
         }
         let folder = self.folder_of(key, &e.rel, true)?;
         let name = file_name(&e.rel);
@@ -483,10 +498,10 @@ impl Sync<'_> {
                     path.display()
                 ));
             }
-            return Ok(());
+            return Ok(true);
         }
         let Some(obj) = self.remote.get(&blob_name(&e.owner, &e.id, &e.head))? else {
-            return Ok(()); // not readable yet: the next sync
+            return Ok(false); // not readable yet: the next sync
         };
         let bytes = self.open(&obj)?;
         if self.seal.hash(&[b"blob", &bytes]) != e.head {
@@ -497,7 +512,7 @@ impl Sync<'_> {
         let tmp = format!(".{name}.chainlog-sync");
         folder.remove(&tmp)?;
         let Some(mut f) = folder.create_new(&tmp, 0o600)? else {
-            return Ok(());
+            return Ok(false);
         };
         f.write_all(&bytes)
             .and_then(|()| f.sync_data())
@@ -505,7 +520,7 @@ impl Sync<'_> {
         drop(f);
         if folder.stat(name)?.is_some() {
             folder.remove(&tmp)?;
-            return Ok(()); // written here meanwhile: this machine's copy stays
+            return Ok(true); // written here meanwhile: this machine's copy stays
         }
         folder.rename(&tmp, name)?;
         self.state.files.insert(
@@ -526,9 +541,10 @@ impl Sync<'_> {
                 sync_fork_len: None,
             },
         );
+        self.state.unpublished.insert(local.to_owned());
         self.report.pulled_files += 1;
         self.report.pulled_bytes += bytes.len() as u64;
-        Ok(())
+        Ok(true)
     }
 
     /// The folder holding `rel` in project `key`, opened beneath the projects folder without

@@ -25,7 +25,10 @@ const BLOB_MAX: u64 = 64 << 20;
 impl Sync<'_> {
     /// Pushes the growth of every local file in scope (published by [`Sync::publish`]).
     pub(super) fn push(&mut self) -> Result<()> {
-        let files = local_files(&self.projects, &self.scope);
+        let files = match self.changed.take() {
+            Some(files) => files,
+            None => local_files(&self.projects, &self.scope),
+        };
         if self.progress.is_some() {
             // What is there to send, for a progress bar: each file's growth since it was synced.
             self.to_send = files
@@ -37,16 +40,19 @@ impl Sync<'_> {
                         .state
                         .files
                         .get(&format!("{key}/{rel}"))
+                        .ok()
+                        .flatten()
                         .map_or(0, |s| s.len);
                     len.saturating_sub(synced)
                 })
                 .sum();
         }
+        self.report.checked_files = files.len() as u64;
         for (key, rel) in files {
             let path = self.projects.join(&key).join(&rel);
             let blob = Path::new(&rel).extension().is_none_or(|x| x != "jsonl");
             let local = format!("{key}/{rel}");
-            if !self.state.files.contains_key(&local) {
+            if !self.state.files.contains_key(&local)? {
                 let st = self.empty_state(&rel, self.placer.describe(&key), blob);
                 self.state.files.insert(local.clone(), st);
             }
@@ -79,7 +85,7 @@ impl Sync<'_> {
         if !meta.is_file() {
             return Ok(());
         }
-        let st = &self.state.files[local];
+        let st = self.state.files.get(local)?.expect("the file's state");
         let n = meta.len();
         // A fork sync wrote is pushed once it holds more than sync wrote.
         if n == st.len || st.sync_fork_len.is_some_and(|l| n <= l) {
@@ -138,14 +144,16 @@ impl Sync<'_> {
             at += end as u64;
             head = next;
             owner = Some(self.state.machine.clone());
-            let st = self.state.files.get_mut(local).expect("the file's state");
+            self.state.unpublished.insert(local.to_owned());
+            let st = self.state.files.get_mut(local)?.expect("the file's state");
             st.tail = Some((at - end as u64, st.head.clone()));
             st.len = at;
             st.head.clone_from(&head);
             st.owner.clone_from(&owner);
             st.boundaries.push((at, head.clone()));
         }
-        if self.state.files[local].published.as_deref() != Some(head.as_str()) {
+        let st = self.state.files.get(local)?.expect("the file's state");
+        if st.published.as_deref() != Some(head.as_str()) {
             self.report.pushed_files += 1;
         }
         Ok(())
@@ -157,12 +165,19 @@ impl Sync<'_> {
             return Ok(());
         }
         let stamp = Some((meta.len(), mtime_ns(&meta)));
-        if self.state.files[local].stamp == stamp {
+        if self
+            .state
+            .files
+            .get(local)?
+            .expect("the file's state")
+            .stamp
+            == stamp
+        {
             return Ok(());
         }
         let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
         let hash = self.seal.hash(&[b"blob", &bytes]);
-        let st = self.state.files.get_mut(local).expect("the file's state");
+        let st = self.state.files.get_mut(local)?.expect("the file's state");
         if st.head == hash {
             st.stamp = stamp;
             return Ok(());
@@ -176,7 +191,8 @@ impl Sync<'_> {
         self.report.pushed_bytes += bytes.len() as u64;
         self.report.pushed_files += 1;
         self.tick();
-        let st = self.state.files.get_mut(local).expect("the file's state");
+        self.state.unpublished.insert(local.to_owned());
+        let st = self.state.files.get_mut(local)?.expect("the file's state");
         st.len = bytes.len() as u64;
         st.head = hash;
         st.owner = Some(self.state.machine.clone());
@@ -187,41 +203,46 @@ impl Sync<'_> {
     /// One manifest delta for the files whose head this machine has not published yet (and a
     /// snapshot of all of them every [`SNAPSHOT_EVERY`] deltas).
     pub(super) fn publish(&mut self) -> Result<()> {
-        let unpublished =
-            |st: &FileState| st.owner.is_some() && st.published.as_ref() != Some(&st.head);
-        if !self.state.files.values().any(unpublished) {
+        // The files whose head changed since the last publish (pushed, pulled): what the delta
+        // names, read row by row.
+        let mut changed_files = Vec::new();
+        for local in std::mem::take(&mut self.state.unpublished) {
+            if let Some(st) = self.state.files.get(&local)?
+                && st.owner.is_some()
+                && st.published.as_ref() != Some(&st.head)
+            {
+                let e = entry_of(&local, st);
+                changed_files.push((local, e));
+            }
+        }
+        if changed_files.is_empty() {
             return Ok(()); // nothing changed: not even the facts cache is opened
         }
         let mut cache = crate::catalog::cache::FactsCache::new(self.sidecars);
-        let changed: Vec<(String, Entry)> = self
-            .state
-            .files
-            .iter()
-            .filter(|(_, st)| unpublished(st))
-            .map(|(local, st)| {
-                let mut e = entry(local, st);
-                // A session's own transcript (not an agent's file beside it).
-                if !e.blob
-                    && !e.rel.contains('/')
-                    && crate::catalog::discover::agent_id_of_file(&e.rel).is_none()
-                {
-                    e.facts = cache.facts(&self.projects.join(local)).ok().map(|f| Facts {
+        let mut entries = Vec::with_capacity(changed_files.len());
+        let mut published = Vec::with_capacity(changed_files.len());
+        for (local, mut e) in changed_files {
+            // A session's own transcript (not an agent's file beside it).
+            if !e.blob
+                && !e.rel.contains('/')
+                && crate::catalog::discover::agent_id_of_file(&e.rel).is_none()
+            {
+                e.facts = cache
+                    .facts(&self.projects.join(&local))
+                    .ok()
+                    .map(|f| Facts {
                         title: f.title,
                         modified: f.modified,
                         messages: f.message_count,
                     });
-                }
-                (local.clone(), e)
-            })
-            .collect();
-        let _ = cache.flush();
-        let mut entries = Vec::with_capacity(changed.len());
-        for (local, e) in changed {
-            if let Some(st) = self.state.files.get_mut(&local) {
+            }
+            if let Some(st) = self.state.files.get_mut(&local)? {
                 st.facts.clone_from(&e.facts);
             }
+            published.push(local);
             entries.push(e);
         }
+        let _ = cache.flush();
         let dir = format!("m/{}", self.state.machine);
         let mut seq = self.state.next_seq;
         while self.remote.exists(&format!("{dir}/x/{}", seq_name(seq)))? {
@@ -239,8 +260,8 @@ impl Sync<'_> {
         self.remote
             .put(&format!("{dir}/x/{}", seq_name(seq)), obj)?;
         self.state.next_seq = seq + 1;
-        for st in self.state.files.values_mut() {
-            if st.owner.is_some() {
+        for local in published {
+            if let Some(st) = self.state.files.get_mut(&local)? {
                 st.published = Some(st.head.clone());
             }
         }
@@ -251,9 +272,9 @@ impl Sync<'_> {
                 entries: self
                     .state
                     .files
-                    .iter()
+                    .all()?
                     .filter(|(_, st)| st.owner.is_some())
-                    .map(|(local, st)| entry(local, st))
+                    .map(|(local, st)| entry_of(local, st))
                     .collect(),
             };
             let obj = self
@@ -269,7 +290,7 @@ impl Sync<'_> {
     }
 }
 
-pub(super) fn entry(local: &str, st: &FileState) -> Entry {
+pub(super) fn entry_of(local: &str, st: &FileState) -> Entry {
     let rel = local.split_once('/').map_or(local, |(_, r)| r);
     Entry {
         id: st.id.clone(),
@@ -283,15 +304,15 @@ pub(super) fn entry(local: &str, st: &FileState) -> Entry {
     }
 }
 
-/// Whether the file still holds the bytes of its last synced segment (read: that segment
-/// only, its chain hash computed from the one before it), so that what follows can be chained
-/// after it.
 /// A file's modification time in nanoseconds since the epoch (0 when unknown).
 fn mtime_ns(meta: &std::fs::Metadata) -> i128 {
     use std::os::unix::fs::MetadataExt;
     i128::from(meta.mtime()) * 1_000_000_000 + i128::from(meta.mtime_nsec())
 }
 
+/// Whether the file still holds the bytes of its last synced segment (read: that segment
+/// only, its chain hash computed from the one before it), so that what follows can be chained
+/// after it.
 fn prefix_unchanged(
     seal: &super::seal::Seal,
     st: &FileState,

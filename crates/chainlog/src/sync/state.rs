@@ -1,11 +1,16 @@
 //! What this machine knows of one remote: its own id there, what it pushed, what it folded of
-//! the others' manifests, the forks it made, the path maps the user gave. One JSON file per
-//! remote in the index folder (0600), replaced atomically after each sync; losing it costs a
+//! the others' manifests, which of their files are still to bring here, the forks it made, the
+//! path maps the user gave. One redb file per remote in the index folder (0600 in a 0700
+//! folder). A sync reads the rows it touches and writes the rows it changed in one transaction:
+//! its cost follows what changed, not how many files were ever synced. Losing the file costs a
 //! re-upload under a new machine id, never a wrong answer (every pull checks the local bytes).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
+use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use super::format::{Entry, Project};
@@ -75,15 +80,6 @@ impl FileState {
     }
 }
 
-/// Another machine's files, folded from its manifests.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct MachineState {
-    /// The last manifest folded.
-    pub seq: Option<u64>,
-    /// Its files by id.
-    pub entries: BTreeMap<String, Entry>,
-}
-
 /// A continuation of another machine kept as a session of its own.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ForkState {
@@ -98,9 +94,196 @@ pub struct ForkState {
     pub heads: Vec<String>,
 }
 
-/// Everything sync keeps for one remote.
+/// The small part of the state, one row.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+struct Meta {
+    machine: String,
+    next_seq: u64,
+    last_snapshot: Option<u64>,
+    maps: Vec<(String, String)>,
+    /// The last manifest folded of each other machine.
+    machines: BTreeMap<String, Option<u64>>,
+}
+
+const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
+const FILES: TableDefinition<&str, &[u8]> = TableDefinition::new("files");
+const ENTRIES: TableDefinition<&str, &[u8]> = TableDefinition::new("entries");
+const FORKS: TableDefinition<&str, &[u8]> = TableDefinition::new("forks");
+const TODO: TableDefinition<&str, ()> = TableDefinition::new("todo");
+const UNPUBLISHED: TableDefinition<&str, ()> = TableDefinition::new("unpublished");
+
+/// A table read row by row as a sync needs them; what changed is written back by
+/// [`State::save`].
+pub struct Rows<V> {
+    db: Arc<Database>,
+    path: PathBuf,
+    table: TableDefinition<'static, &'static str, &'static [u8]>,
+    /// Rows read or written so far (`None`: not in the table).
+    cache: BTreeMap<String, Option<V>>,
+    dirty: BTreeSet<String>,
+    /// Every row is in `cache`.
+    complete: bool,
+}
+
+impl<V: Serialize + DeserializeOwned> Rows<V> {
+    fn new(
+        db: &Arc<Database>,
+        path: &Path,
+        table: TableDefinition<'static, &'static str, &'static [u8]>,
+    ) -> Rows<V> {
+        Rows {
+            db: Arc::clone(db),
+            path: path.to_path_buf(),
+            table,
+            cache: BTreeMap::new(),
+            dirty: BTreeSet::new(),
+            complete: false,
+        }
+    }
+
+    fn load(&mut self, k: &str) -> Result<()> {
+        if self.complete || self.cache.contains_key(k) {
+            return Ok(());
+        }
+        let fault = |e: &dyn std::fmt::Display| fault(&self.path, e);
+        let txn = self.db.begin_read().map_err(|e| fault(&e))?;
+        let v = match txn.open_table(self.table) {
+            Ok(t) => match t.get(k).map_err(|e| fault(&e))? {
+                Some(v) => Some(serde_json::from_slice(v.value()).map_err(|e| fault(&e))?),
+                None => None,
+            },
+            Err(redb::TableError::TableDoesNotExist(_)) => None,
+            Err(e) => return Err(fault(&e)),
+        };
+        self.cache.insert(k.to_owned(), v);
+        Ok(())
+    }
+
+    /// The row `k`.
+    pub fn get(&mut self, k: &str) -> Result<Option<&V>> {
+        self.load(k)?;
+        Ok(self.cache.get(k).and_then(Option::as_ref))
+    }
+
+    /// The row `k`, to change (written back by the next save).
+    pub fn get_mut(&mut self, k: &str) -> Result<Option<&mut V>> {
+        self.load(k)?;
+        let v = self.cache.get_mut(k).and_then(Option::as_mut);
+        if v.is_some() {
+            self.dirty.insert(k.to_owned());
+        }
+        Ok(v)
+    }
+
+    /// Sets the row `k`.
+    pub fn insert(&mut self, k: String, v: V) {
+        self.dirty.insert(k.clone());
+        self.cache.insert(k, Some(v));
+    }
+
+    /// Whether there is a row `k`.
+    pub fn contains_key(&mut self, k: &str) -> Result<bool> {
+        Ok(self.get(k)?.is_some())
+    }
+
+    /// Every row, read once (a listing, a snapshot).
+    pub fn all(&mut self) -> Result<impl Iterator<Item = (&String, &V)>> {
+        if !self.complete {
+            let fault = |e: &dyn std::fmt::Display| fault(&self.path, e);
+            let txn = self.db.begin_read().map_err(|e| fault(&e))?;
+            match txn.open_table(self.table) {
+                Ok(t) => {
+                    for row in t.iter().map_err(|e| fault(&e))? {
+                        let (k, v) = row.map_err(|e| fault(&e))?;
+                        let k = k.value().to_owned();
+                        if !self.cache.contains_key(&k) {
+                            let v: V = serde_json::from_slice(v.value()).map_err(|e| fault(&e))?;
+                            self.cache.insert(k, Some(v));
+                        }
+                    }
+                }
+                Err(redb::TableError::TableDoesNotExist(_)) => {}
+                Err(e) => return Err(fault(&e)),
+            }
+            self.complete = true;
+        }
+        Ok(self
+            .cache
+            .iter()
+            .filter_map(|(k, v)| v.as_ref().map(|v| (k, v))))
+    }
+
+    /// The rows changed since the last save, to change again (compaction).
+    fn changed_mut(&mut self) -> impl Iterator<Item = &mut V> {
+        let dirty = &self.dirty;
+        self.cache
+            .iter_mut()
+            .filter(|(k, _)| dirty.contains(*k))
+            .filter_map(|(_, v)| v.as_mut())
+    }
+
+    fn write(&mut self, txn: &redb::WriteTransaction) -> Result<()> {
+        let fault = |e: &dyn std::fmt::Display| fault(&self.path, e);
+        let mut t = txn.open_table(self.table).map_err(|e| fault(&e))?;
+        for k in std::mem::take(&mut self.dirty) {
+            if let Some(Some(v)) = self.cache.get(&k) {
+                let bytes = serde_json::to_vec(v).expect("a state row serialises");
+                t.insert(k.as_str(), bytes.as_slice())
+                    .map_err(|e| fault(&e))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A set of keys, read whole (small: what is still to do).
+fn read_set(
+    db: &Database,
+    path: &Path,
+    table: TableDefinition<&str, ()>,
+) -> Result<BTreeSet<String>> {
+    let fault = |e: &dyn std::fmt::Display| fault(path, e);
+    let txn = db.begin_read().map_err(|e| fault(&e))?;
+    let t = match txn.open_table(table) {
+        Ok(t) => t,
+        Err(redb::TableError::TableDoesNotExist(_)) => return Ok(BTreeSet::new()),
+        Err(e) => return Err(fault(&e)),
+    };
+    let mut out = BTreeSet::new();
+    for row in t.iter().map_err(|e| fault(&e))? {
+        out.insert(row.map_err(|e| fault(&e))?.0.value().to_owned());
+    }
+    Ok(out)
+}
+
+/// Writes the difference between `was` and `now` into `table`.
+fn write_set(
+    txn: &redb::WriteTransaction,
+    path: &Path,
+    table: TableDefinition<&str, ()>,
+    was: &BTreeSet<String>,
+    now: &BTreeSet<String>,
+) -> Result<()> {
+    let fault = |e: &dyn std::fmt::Display| fault(path, e);
+    let mut t = txn.open_table(table).map_err(|e| fault(&e))?;
+    for k in was.difference(now) {
+        t.remove(k.as_str()).map_err(|e| fault(&e))?;
+    }
+    for k in now.difference(was) {
+        t.insert(k.as_str(), ()).map_err(|e| fault(&e))?;
+    }
+    Ok(())
+}
+
+/// A state file that cannot be read or written.
+fn fault(path: &Path, e: &dyn std::fmt::Display) -> Error {
+    Error::io(path, std::io::Error::other(format!("sync state: {e}")))
+}
+
+/// Everything sync keeps for one remote.
 pub struct State {
+    db: Arc<Database>,
+    path: PathBuf,
     /// This machine's id on the remote.
     pub machine: String,
     /// The next manifest's sequence number.
@@ -109,38 +292,36 @@ pub struct State {
     pub last_snapshot: Option<u64>,
     /// `--map FROM=TO` given so far (path prefixes), newest last.
     pub maps: Vec<(String, String)>,
+    /// The last manifest folded of each other machine.
+    pub machines: BTreeMap<String, Option<u64>>,
     /// Local files by path below the projects folder (`<key>/<rel>`).
-    pub files: BTreeMap<String, FileState>,
-    /// Other machines by id.
-    pub machines: BTreeMap<String, MachineState>,
+    pub files: Rows<FileState>,
+    /// Other machines' files as their manifests last said, by `<machine>/<file id>`.
+    pub entries: Rows<Entry>,
     /// Forks by `<machine>/<file id>/<hash where the continuations part>`.
     pub forks: BTreeMap<String, ForkState>,
+    /// Other machines' files not brought here yet (new in a manifest, out of the scopes synced
+    /// so far, or not readable yet), by `<machine>/<file id>`.
+    pub todo: BTreeSet<String>,
+    /// Local files whose head this machine has not published yet.
+    pub unpublished: BTreeSet<String>,
+    /// The sets as last saved.
+    saved_todo: BTreeSet<String>,
+    saved_unpublished: BTreeSet<String>,
 }
 
 impl State {
-    fn new() -> State {
-        State {
-            machine: uuid::Uuid::new_v4().simple().to_string(),
-            next_seq: 0,
-            last_snapshot: None,
-            maps: Vec::new(),
-            files: BTreeMap::new(),
-            machines: BTreeMap::new(),
-            forks: BTreeMap::new(),
-        }
-    }
-
-    /// Bounds what grows with every sync: each file keeps its first and its last
-    /// [`KEPT_HASHES`] boundaries (and as many contained heads, fork heads). An older hash is
-    /// only a place where a walk back may stop sooner; without it the walk goes on to an older
-    /// one (more segments read), never to another answer.
+    /// Bounds what grows with every sync: each file changed by this sync keeps its first and
+    /// its last [`KEPT_HASHES`] boundaries (and as many contained heads, fork heads). An older
+    /// hash is only a place where a walk back may stop sooner; without it the walk goes on to
+    /// an older one (more segments read), never to another answer.
     pub fn compact(&mut self) {
         fn keep_last<T>(v: &mut Vec<T>, n: usize) {
             if v.len() > n {
                 v.drain(..v.len() - n);
             }
         }
-        for st in self.files.values_mut() {
+        for st in self.files.changed_mut() {
             if st.boundaries.len() > KEPT_HASHES + 1 {
                 let first = st.boundaries[0].clone();
                 keep_last(&mut st.boundaries, KEPT_HASHES);
@@ -156,30 +337,12 @@ impl State {
     /// The state file for `remote` in `index_dir`.
     pub fn path(index_dir: &Path, remote: &str) -> PathBuf {
         let name = blake3::hash(remote.as_bytes()).to_hex();
-        index_dir.join("sync").join(format!("{}.json", &name[..32]))
+        index_dir.join("sync").join(format!("{}.redb", &name[..32]))
     }
 
-    /// The state at `path`, or a new one (a new machine id) when there is none.
+    /// The state at `path` (created 0600 in a 0700 folder), with a new machine id when there
+    /// was none.
     pub fn load(path: &Path) -> Result<State> {
-        match std::fs::read(path) {
-            Ok(b) => serde_json::from_slice(&b).map_err(|e| Error::BadEntry {
-                position: crate::error::Position {
-                    path: path.to_path_buf(),
-                    line: 1,
-                    byte_offset: 0,
-                },
-                reason: format!("sync state: {e}"),
-            }),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(State::new()),
-            Err(e) => Err(Error::io(path, e)),
-        }
-    }
-
-    /// Writes the state to `path` atomically (a new file renamed over the old), 0600 in a 0700
-    /// folder; `durable`: synced to disk first (the end of a sync; the saves on the way only
-    /// need to survive a killed process, which the page cache does).
-    pub fn save(&self, path: &Path, durable: bool) -> Result<()> {
-        use std::io::Write;
         use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
         let dir = path.parent().expect("a state file has a folder");
         std::fs::DirBuilder::new()
@@ -187,18 +350,104 @@ impl State {
             .mode(0o700)
             .create(dir)
             .map_err(|e| Error::io(dir, e))?;
-        let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-        let mut f = std::fs::OpenOptions::new()
+        let file = std::fs::OpenOptions::new()
+            .read(true)
             .write(true)
             .create(true)
-            .truncate(true)
+            .truncate(false)
             .mode(0o600)
-            .open(&tmp)
-            .map_err(|e| Error::io(&tmp, e))?;
-        f.write_all(&serde_json::to_vec(self).expect("the state serialises"))
-            .and_then(|()| if durable { f.sync_all() } else { Ok(()) })
-            .map_err(|e| Error::io(&tmp, e))?;
-        std::fs::rename(&tmp, path).map_err(|e| Error::io(path, e))
+            .open(path)
+            .map_err(|e| Error::io(path, e))?;
+        let backend = redb::backends::FileBackend::new(file).map_err(|e| fault(path, &e))?;
+        let db = Database::builder()
+            .create_with_backend(backend)
+            .map_err(|e| fault(path, &e))?;
+        let db = Arc::new(db);
+        let meta: Option<Meta> = {
+            let txn = db.begin_read().map_err(|e| fault(path, &e))?;
+            match txn.open_table(META) {
+                Ok(t) => match t.get("meta").map_err(|e| fault(path, &e))? {
+                    Some(v) => {
+                        Some(serde_json::from_slice(v.value()).map_err(|e| fault(path, &e))?)
+                    }
+                    None => None,
+                },
+                Err(redb::TableError::TableDoesNotExist(_)) => None,
+                Err(e) => return Err(fault(path, &e)),
+            }
+        };
+        let meta = meta.unwrap_or_else(|| Meta {
+            machine: uuid::Uuid::new_v4().simple().to_string(),
+            next_seq: 0,
+            last_snapshot: None,
+            maps: Vec::new(),
+            machines: BTreeMap::new(),
+        });
+        let mut forks = BTreeMap::new();
+        {
+            let mut rows: Rows<ForkState> = Rows::new(&db, path, FORKS);
+            for (k, v) in rows.all()? {
+                forks.insert(k.clone(), v.clone());
+            }
+        }
+        let todo = read_set(&db, path, TODO)?;
+        let unpublished = read_set(&db, path, UNPUBLISHED)?;
+        Ok(State {
+            files: Rows::new(&db, path, FILES),
+            entries: Rows::new(&db, path, ENTRIES),
+            path: path.to_path_buf(),
+            machine: meta.machine,
+            next_seq: meta.next_seq,
+            last_snapshot: meta.last_snapshot,
+            maps: meta.maps,
+            machines: meta.machines,
+            forks,
+            saved_todo: todo.clone(),
+            todo,
+            saved_unpublished: unpublished.clone(),
+            unpublished,
+            db,
+        })
+    }
+
+    /// Writes what changed in one transaction, durable (a sync's end, a fork recorded before
+    /// it is written).
+    pub fn save(&mut self) -> Result<()> {
+        let path = self.path.clone();
+        let fault = |e: &dyn std::fmt::Display| fault(&path, e);
+        let txn = self.db.begin_write().map_err(|e| fault(&e))?;
+        {
+            let meta = Meta {
+                machine: self.machine.clone(),
+                next_seq: self.next_seq,
+                last_snapshot: self.last_snapshot,
+                maps: self.maps.clone(),
+                machines: self.machines.clone(),
+            };
+            let mut t = txn.open_table(META).map_err(|e| fault(&e))?;
+            let bytes = serde_json::to_vec(&meta).expect("the state serialises");
+            t.insert("meta", bytes.as_slice()).map_err(|e| fault(&e))?;
+            let mut t = txn.open_table(FORKS).map_err(|e| fault(&e))?;
+            for (k, f) in &self.forks {
+                let bytes = serde_json::to_vec(f).expect("a fork serialises");
+                t.insert(k.as_str(), bytes.as_slice())
+                    .map_err(|e| fault(&e))?;
+            }
+        }
+        self.files.write(&txn)?;
+        self.entries.write(&txn)?;
+        write_set(&txn, &path, TODO, &self.saved_todo, &self.todo)?;
+        write_set(
+            &txn,
+            &path,
+            UNPUBLISHED,
+            &self.saved_unpublished,
+            &self.unpublished,
+        )?;
+        txn.commit().map_err(|e| fault(&e))?;
+        self.saved_todo.clone_from(&self.todo);
+        self.saved_unpublished.clone_from(&self.unpublished);
+        Ok(())
     }
 }
 
@@ -208,17 +457,49 @@ mod tests {
 
     #[test]
     fn compaction_keeps_the_start_and_the_newest_boundaries() {
-        let mut st = State::new();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sync").join("s.redb");
+        let mut st = State::load(&path).unwrap();
         let mut f = FileState::empty("id".into(), "h0".into(), Project::default(), false);
         for i in 1..=1000u64 {
             f.boundaries.push((i, format!("h{i}")));
         }
         st.files.insert("k/s.jsonl".into(), f);
         st.compact();
-        let b = &st.files["k/s.jsonl"].boundaries;
+        st.save().unwrap();
+        let machine = st.machine.clone();
+        drop(st);
+        let mut st = State::load(&path).unwrap();
+        assert_eq!(st.machine, machine, "the machine id is kept");
+        let b = &st.files.get("k/s.jsonl").unwrap().unwrap().boundaries;
         assert_eq!(b.len(), KEPT_HASHES + 1);
         assert_eq!(b[0], (0, "h0".to_owned()));
         assert_eq!(b[1].0, 1001 - KEPT_HASHES as u64);
         assert_eq!(b.last(), Some(&(1000, "h1000".to_owned())));
+    }
+
+    #[test]
+    fn a_save_writes_only_what_changed_and_the_sets_survive() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.redb");
+        let mut st = State::load(&path).unwrap();
+        st.files.insert(
+            "k/a.jsonl".into(),
+            FileState::empty("a".into(), "h".into(), Project::default(), false),
+        );
+        st.todo.insert("m/x".into());
+        st.unpublished.insert("k/a.jsonl".into());
+        st.save().unwrap();
+        st.todo.remove("m/x");
+        st.todo.insert("m/y".into());
+        st.files.get_mut("k/a.jsonl").unwrap().unwrap().len = 7;
+        st.save().unwrap();
+        drop(st);
+        let mut st = State::load(&path).unwrap();
+        assert_eq!(st.todo, BTreeSet::from(["m/y".to_owned()]));
+        assert_eq!(st.unpublished, BTreeSet::from(["k/a.jsonl".to_owned()]));
+        assert_eq!(st.files.get("k/a.jsonl").unwrap().unwrap().len, 7);
+        assert!(st.files.get("k/b.jsonl").unwrap().is_none());
+        assert_eq!(st.files.all().unwrap().count(), 1);
     }
 }
