@@ -3,7 +3,9 @@
 //! - **first sync** of a claude dir (`CHAINLOG_BENCH_SYNC_MIB`, default 256; 1024 for the 1 GiB
 //!   figure) into an empty remote, against uploading every file as one object;
 //! - **incremental sync** after one message is appended to one session, against uploading that
-//!   message alone as one object; the bytes sent are printed beside the message's size.
+//!   message alone as one object; the bytes sent are printed beside the message's size; once
+//!   looking at every file (a sync from cron or a shell), once with the file named as
+//!   `sync --watch` names it.
 //!
 //! The remote is `CHAINLOG_BENCH_REMOTE` (an `s3://bucket/prefix`, with the AWS variables set,
 //! e.g. a Garage node as `tests/it/sync_garage.rs` starts one), else a `file://` folder in a
@@ -121,6 +123,8 @@ fn main() {
     );
 
     let (mut first, mut plain, mut incr, mut one) = (vec![], vec![], vec![], vec![]);
+    let mut watched = vec![];
+    let mut watched_sent = 0;
     let mut sent = 0;
     let mut message = 0;
     for run in 0..3 {
@@ -172,8 +176,33 @@ fn main() {
         let start = Instant::now();
         base.put("one-message", bytes_of_message);
         one.push(start.elapsed());
+
+        // The same, the file named by a watcher (`sync --watch`): the push looks at it alone.
+        let before = std::fs::metadata(path).unwrap().len();
+        let mut w = store
+            .writer(
+                path.parent().unwrap(),
+                path.file_stem().unwrap().to_str().unwrap(),
+                WriterOptions::new("/bench"),
+            )
+            .unwrap();
+        w.append(json!({"type": "user", "message": {"role": "user",
+            "content": "one more question about the code, a typical prompt of a few words"}}))
+            .unwrap();
+        w.close().unwrap();
+        let grown = std::fs::metadata(path).unwrap().len() - before;
+        let opts = SyncOptions {
+            changed: Some(vec![path.clone()]),
+            ..SyncOptions::all()
+        };
+        let start = Instant::now();
+        let r = store.sync(&remote, &opts).unwrap();
+        watched.push(start.elapsed());
+        assert_eq!((r.pushed_bytes, r.checked_files), (grown, 1));
+        watched_sent = r.uploaded_bytes;
     }
     let (first, plain, incr, one) = (median(first), median(plain), median(incr), median(one));
+    let watched = median(watched);
     println!(
         "first sync of {} MiB: {:.2} s, plain upload {:.2} s, ratio {:.2}",
         bytes >> 20,
@@ -185,5 +214,10 @@ fn main() {
         "incremental sync of one message ({message} bytes): {:.1} ms, {sent} bytes uploaded; one plain upload of it {:.1} ms",
         incr.as_secs_f64() * 1e3,
         one.as_secs_f64() * 1e3
+    );
+    println!(
+        "the same with the file named by a watcher (sync --watch): {:.1} ms, {watched_sent} bytes uploaded ({} files in the claude dir)",
+        watched.as_secs_f64() * 1e3,
+        files.len()
     );
 }

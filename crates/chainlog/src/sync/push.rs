@@ -25,9 +25,12 @@ const BLOB_MAX: u64 = 64 << 20;
 impl Sync<'_> {
     /// Pushes the growth of every local file in scope (published by [`Sync::publish`]).
     pub(super) fn push(&mut self) -> Result<()> {
-        let files = match self.changed.take() {
-            Some(files) => files,
-            None => local_files(&self.projects, &self.scope),
+        let (files, quick) = match self.changed.take() {
+            Some(files) => (files, None),
+            None => (
+                local_files(&self.projects, &self.scope),
+                Some(self.state.quick_all()?),
+            ),
         };
         if self.progress.is_some() {
             // What is there to send, for a progress bar: each file's growth since it was synced.
@@ -36,13 +39,17 @@ impl Sync<'_> {
                 .map(|(key, rel)| {
                     let len = std::fs::symlink_metadata(self.projects.join(key).join(rel))
                         .map_or(0, |m| m.len());
-                    let synced = self
-                        .state
-                        .files
-                        .get(&format!("{key}/{rel}"))
-                        .ok()
-                        .flatten()
-                        .map_or(0, |s| s.len);
+                    let local = format!("{key}/{rel}");
+                    let synced = match &quick {
+                        Some(q) => q.get(&local).map_or(0, |q| q.len),
+                        None => self
+                            .state
+                            .files
+                            .get(&local)
+                            .ok()
+                            .flatten()
+                            .map_or(0, |s| s.len),
+                    };
                     len.saturating_sub(synced)
                 })
                 .sum();
@@ -52,6 +59,13 @@ impl Sync<'_> {
             let path = self.projects.join(&key).join(&rel);
             let blob = Path::new(&rel).extension().is_none_or(|x| x != "jsonl");
             let local = format!("{key}/{rel}");
+            // Unchanged at a glance (its size, a whole file's time): its row is not read.
+            if let Some(q) = quick.as_ref().and_then(|q| q.get(&local))
+                && let Ok(meta) = std::fs::symlink_metadata(&path)
+                && q.unchanged(blob, meta.len(), (meta.len(), mtime_ns(&meta)))
+            {
+                continue;
+            }
             if !self.state.files.contains_key(&local)? {
                 let st = self.empty_state(&rel, self.placer.describe(&key), blob);
                 self.state.files.insert(local.clone(), st);

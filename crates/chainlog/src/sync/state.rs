@@ -111,6 +111,68 @@ const ENTRIES: TableDefinition<&str, &[u8]> = TableDefinition::new("entries");
 const FORKS: TableDefinition<&str, &[u8]> = TableDefinition::new("forks");
 const TODO: TableDefinition<&str, ()> = TableDefinition::new("todo");
 const UNPUBLISHED: TableDefinition<&str, ()> = TableDefinition::new("unpublished");
+/// Beside each row of `files`, what tells at a glance that a file did not change.
+const QUICK: TableDefinition<&str, &[u8]> = TableDefinition::new("quick");
+
+/// What a push compares with a file's size (and time) to skip it without reading its row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Quick {
+    /// [`FileState::len`].
+    pub len: u64,
+    /// [`FileState::sync_fork_len`].
+    pub sync_fork_len: Option<u64>,
+    /// [`FileState::stamp`].
+    pub stamp: Option<(u64, i128)>,
+}
+
+impl Quick {
+    fn of(st: &FileState) -> Quick {
+        Quick {
+            len: st.len,
+            sync_fork_len: st.sync_fork_len,
+            stamp: st.stamp,
+        }
+    }
+
+    /// Whether a transcript of `len` bytes, or a whole file of this `stamp`, needs no push.
+    pub fn unchanged(&self, blob: bool, len: u64, stamp: (u64, i128)) -> bool {
+        if blob {
+            self.stamp == Some(stamp)
+        } else {
+            len == self.len || self.sync_fork_len.is_some_and(|l| len <= l)
+        }
+    }
+
+    fn encode(&self) -> [u8; 42] {
+        let mut b = [0u8; 42];
+        b[..8].copy_from_slice(&self.len.to_le_bytes());
+        if let Some(l) = self.sync_fork_len {
+            b[8] = 1;
+            b[9..17].copy_from_slice(&l.to_le_bytes());
+        }
+        if let Some((n, t)) = self.stamp {
+            b[17] = 1;
+            b[18..26].copy_from_slice(&n.to_le_bytes());
+            b[26..42].copy_from_slice(&t.to_le_bytes());
+        }
+        b
+    }
+
+    fn decode(b: &[u8]) -> Option<Quick> {
+        let b: &[u8; 42] = b.try_into().ok()?;
+        let u = |r: std::ops::Range<usize>| u64::from_le_bytes(b[r].try_into().expect("8 bytes"));
+        Some(Quick {
+            len: u(0..8),
+            sync_fork_len: (b[8] == 1).then(|| u(9..17)),
+            stamp: (b[17] == 1).then(|| {
+                (
+                    u(18..26),
+                    i128::from_le_bytes(b[26..42].try_into().expect("16 bytes")),
+                )
+            }),
+        })
+    }
+}
 
 /// A table read row by row as a sync needs them; what changed is written back by
 /// [`State::save`].
@@ -222,7 +284,12 @@ impl<V: Serialize + DeserializeOwned> Rows<V> {
             .filter_map(|(_, v)| v.as_mut())
     }
 
-    fn write(&mut self, txn: &redb::WriteTransaction) -> Result<()> {
+    /// Writes the changed rows; calls `also` with each.
+    fn write(
+        &mut self,
+        txn: &redb::WriteTransaction,
+        mut also: impl FnMut(&str, &V) -> Result<()>,
+    ) -> Result<()> {
         let fault = |e: &dyn std::fmt::Display| fault(&self.path, e);
         let mut t = txn.open_table(self.table).map_err(|e| fault(&e))?;
         for k in std::mem::take(&mut self.dirty) {
@@ -230,6 +297,7 @@ impl<V: Serialize + DeserializeOwned> Rows<V> {
                 let bytes = serde_json::to_vec(v).expect("a state row serialises");
                 t.insert(k.as_str(), bytes.as_slice())
                     .map_err(|e| fault(&e))?;
+                also(&k, v)?;
             }
         }
         Ok(())
@@ -410,6 +478,26 @@ impl State {
         })
     }
 
+    /// What tells at a glance whether each local file changed since it was synced, read in one
+    /// pass (a push that looks at every file reads no file's row unless its size changed).
+    pub fn quick_all(&self) -> Result<std::collections::HashMap<String, Quick>> {
+        let fault = |e: &dyn std::fmt::Display| fault(&self.path, e);
+        let txn = self.db.begin_read().map_err(|e| fault(&e))?;
+        let t = match txn.open_table(QUICK) {
+            Ok(t) => t,
+            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(Default::default()),
+            Err(e) => return Err(fault(&e)),
+        };
+        let mut out = std::collections::HashMap::new();
+        for row in t.iter().map_err(|e| fault(&e))? {
+            let (k, v) = row.map_err(|e| fault(&e))?;
+            if let Some(q) = Quick::decode(v.value()) {
+                out.insert(k.value().to_owned(), q);
+            }
+        }
+        Ok(out)
+    }
+
     /// Writes what changed in one transaction, durable (a sync's end, a fork recorded before
     /// it is written).
     pub fn save(&mut self) -> Result<()> {
@@ -434,8 +522,16 @@ impl State {
                     .map_err(|e| fault(&e))?;
             }
         }
-        self.files.write(&txn)?;
-        self.entries.write(&txn)?;
+        {
+            let mut quick = txn.open_table(QUICK).map_err(|e| fault(&e))?;
+            self.files.write(&txn, |k, st| {
+                quick
+                    .insert(k, Quick::of(st).encode().as_slice())
+                    .map(drop)
+                    .map_err(|e| fault(&e))
+            })?;
+        }
+        self.entries.write(&txn, |_, _| Ok(()))?;
         write_set(&txn, &path, TODO, &self.saved_todo, &self.todo)?;
         write_set(
             &txn,
