@@ -270,6 +270,8 @@ impl Sync<'_> {
         let mut file = folder
             .open_locked(name, true)?
             .expect("a file opened with create exists");
+        // A batch a killed sync or writer left is completed first (under the lock).
+        crate::transcript::batch::settle(&folder, name, &mut file, true)?;
         let path = folder.join(name);
         let len = file.metadata().map_err(|err| Error::io(&path, err))?.len();
         // How much of the other continuation the local file already holds after `off`
@@ -284,20 +286,24 @@ impl Sync<'_> {
             // and nothing past `off` was synced from here: take their chain, the rest of the
             // local file is pushed after it.
             Some(n) if n == len - off || (st_len == off && n == theirs) => {
+                // Through a journal, as the writers append: a sync killed meanwhile leaves
+                // the whole of it or none for the next reader or writer (never a torn line
+                // Claude Code would append after).
+                let mut batch = crate::transcript::batch::Batch::new(name, len);
                 let mut at = off;
                 for f in fetched {
                     if f.start != at {
+                        batch.abort(&folder);
                         return Err(self.damaged("segments that do not follow each other"));
                     }
                     let bytes = std::fs::read(&f.file).map_err(|err| Error::io(&f.file, err))?;
                     let skip = usize::try_from(len.saturating_sub(at)).unwrap_or(usize::MAX);
                     if skip < bytes.len() {
-                        file.write_all(&bytes[skip..])
-                            .map_err(|err| Error::io(&path, err))?;
+                        batch.push(&folder, &bytes[skip..])?;
                     }
                     at += bytes.len() as u64;
                 }
-                file.sync_data().map_err(|err| Error::io(&path, err))?;
+                batch.commit(&folder, &mut file, true)?;
                 if !self.state.files.contains_key(local)? {
                     let st = self.empty_state(&e.rel, e.project.clone(), false);
                     self.state.files.insert(local.to_owned(), st);

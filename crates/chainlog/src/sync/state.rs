@@ -343,6 +343,44 @@ fn write_set(
     Ok(())
 }
 
+/// The state database at `path`: created whole under another name and renamed into place (a
+/// sync killed while creating it leaves no half file); one that is not a redb database any more
+/// (damaged) is moved aside to `<name>.damaged` and a new one made: the state is a cache of what
+/// the remote and the local files say, and a new one costs a re-upload, never a wrong file.
+fn open_db(path: &Path) -> Result<Database> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let open =
+        |p: &Path, create: bool| -> Result<std::result::Result<Database, redb::DatabaseError>> {
+            let file = std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(create)
+                .truncate(create)
+                .mode(0o600)
+                .open(p)
+                .map_err(|e| Error::io(p, e))?;
+            let backend = redb::backends::FileBackend::new(file).map_err(|e| fault(p, &e))?;
+            Ok(Database::builder().create_with_backend(backend))
+        };
+    if std::fs::symlink_metadata(path).is_ok() {
+        match open(path, false)? {
+            Ok(db) => return Ok(db),
+            Err(redb::DatabaseError::DatabaseAlreadyOpen) => {
+                return Err(fault(path, &redb::DatabaseError::DatabaseAlreadyOpen));
+            }
+            Err(_) => {
+                let aside = path.with_extension("damaged");
+                std::fs::rename(path, &aside).map_err(|e| Error::io(path, e))?;
+            }
+        }
+    }
+    let tmp = path.with_extension(format!("new{}", std::process::id()));
+    let db = open(&tmp, true)?.map_err(|e| fault(&tmp, &e))?;
+    drop(db);
+    std::fs::rename(&tmp, path).map_err(|e| Error::io(path, e))?;
+    open(path, false)?.map_err(|e| fault(path, &e))
+}
+
 /// A state file that cannot be read or written.
 fn fault(path: &Path, e: &dyn std::fmt::Display) -> Error {
     Error::io(path, std::io::Error::other(format!("sync state: {e}")))
@@ -411,25 +449,14 @@ impl State {
     /// The state at `path` (created 0600 in a 0700 folder), with a new machine id when there
     /// was none.
     pub fn load(path: &Path) -> Result<State> {
-        use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+        use std::os::unix::fs::DirBuilderExt;
         let dir = path.parent().expect("a state file has a folder");
         std::fs::DirBuilder::new()
             .recursive(true)
             .mode(0o700)
             .create(dir)
             .map_err(|e| Error::io(dir, e))?;
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .mode(0o600)
-            .open(path)
-            .map_err(|e| Error::io(path, e))?;
-        let backend = redb::backends::FileBackend::new(file).map_err(|e| fault(path, &e))?;
-        let db = Database::builder()
-            .create_with_backend(backend)
-            .map_err(|e| fault(path, &e))?;
+        let db = open_db(path)?;
         let db = Arc::new(db);
         let meta: Option<Meta> = {
             let txn = db.begin_read().map_err(|e| fault(path, &e))?;
@@ -444,6 +471,7 @@ impl State {
                 Err(e) => return Err(fault(path, &e)),
             }
         };
+        let fresh = meta.is_none();
         let meta = meta.unwrap_or_else(|| Meta {
             machine: uuid::Uuid::new_v4().simple().to_string(),
             next_seq: 0,
@@ -460,7 +488,7 @@ impl State {
         }
         let todo = read_set(&db, path, TODO)?;
         let unpublished = read_set(&db, path, UNPUBLISHED)?;
-        Ok(State {
+        let mut state = State {
             files: Rows::new(&db, path, FILES),
             entries: Rows::new(&db, path, ENTRIES),
             path: path.to_path_buf(),
@@ -475,7 +503,13 @@ impl State {
             saved_unpublished: unpublished.clone(),
             unpublished,
             db,
-        })
+        };
+        if fresh {
+            // The machine id is kept from the start: a first sync killed midway is completed
+            // under it, its objects recognised.
+            state.save()?;
+        }
+        Ok(state)
     }
 
     /// What tells at a glance whether each local file changed since it was synced, read in one
@@ -597,5 +631,26 @@ mod tests {
         assert_eq!(st.files.get("k/a.jsonl").unwrap().unwrap().len, 7);
         assert!(st.files.get("k/b.jsonl").unwrap().is_none());
         assert_eq!(st.files.all().unwrap().count(), 1);
+    }
+
+    #[test]
+    fn a_half_made_or_damaged_state_is_set_aside_and_made_anew() {
+        let dir = tempfile::tempdir().unwrap();
+        for junk in [&b""[..], b"not redb at all", &[0u8; 4096][..]] {
+            let path = dir.path().join("s.redb");
+            std::fs::write(&path, junk).unwrap();
+            let st = State::load(&path).unwrap();
+            assert_eq!(st.machine.len(), 32);
+            // An empty file is a new database to redb; anything else is set aside.
+            assert_eq!(path.with_extension("damaged").exists(), !junk.is_empty());
+            let _ = std::fs::remove_file(path.with_extension("damaged"));
+            drop(st);
+            // The new machine id was kept from the start.
+            let again = State::load(&path).unwrap().machine;
+            let st = State::load(&path).unwrap();
+            assert_eq!(st.machine, again);
+            drop(st);
+            std::fs::remove_file(&path).unwrap();
+        }
     }
 }
