@@ -45,6 +45,23 @@ fn claude_dir(root: &Path, mib: u64) -> Vec<PathBuf> {
     made
 }
 
+/// Appends one typical prompt to the session at `path`: its length before, and the bytes added.
+fn append_one(store: &Store, path: &Path) -> (u64, u64) {
+    let before = std::fs::metadata(path).unwrap().len();
+    let mut w = store
+        .writer(
+            path.parent().unwrap(),
+            path.file_stem().unwrap().to_str().unwrap(),
+            WriterOptions::new("/bench"),
+        )
+        .unwrap();
+    w.append(json!({"type": "user", "message": {"role": "user",
+        "content": "one more question about the code, a typical prompt of a few words"}}))
+        .unwrap();
+    w.close().unwrap();
+    (before, std::fs::metadata(path).unwrap().len() - before)
+}
+
 fn files_below(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
     for e in std::fs::read_dir(dir).unwrap().flatten() {
@@ -153,19 +170,7 @@ fn main() {
 
         // One message appended to one session, then synced.
         let path = &sessions[run % sessions.len()];
-        let before = std::fs::metadata(path).unwrap().len();
-        let mut w = store
-            .writer(
-                path.parent().unwrap(),
-                path.file_stem().unwrap().to_str().unwrap(),
-                WriterOptions::new("/bench"),
-            )
-            .unwrap();
-        w.append(json!({"type": "user", "message": {"role": "user",
-            "content": "one more question about the code, a typical prompt of a few words"}}))
-            .unwrap();
-        w.close().unwrap();
-        let grown = std::fs::metadata(path).unwrap().len() - before;
+        let (before, grown) = append_one(&store, path);
         let start = Instant::now();
         let r = store.sync(&remote, &SyncOptions::all()).unwrap();
         incr.push(start.elapsed());
@@ -178,19 +183,7 @@ fn main() {
         one.push(start.elapsed());
 
         // The same, the file named by a watcher (`sync --watch`): the push looks at it alone.
-        let before = std::fs::metadata(path).unwrap().len();
-        let mut w = store
-            .writer(
-                path.parent().unwrap(),
-                path.file_stem().unwrap().to_str().unwrap(),
-                WriterOptions::new("/bench"),
-            )
-            .unwrap();
-        w.append(json!({"type": "user", "message": {"role": "user",
-            "content": "one more question about the code, a typical prompt of a few words"}}))
-            .unwrap();
-        w.close().unwrap();
-        let grown = std::fs::metadata(path).unwrap().len() - before;
+        let (_, grown) = append_one(&store, path);
         let opts = SyncOptions {
             changed: Some(vec![path.clone()]),
             ..SyncOptions::all()

@@ -258,9 +258,11 @@ impl<V: Serialize + DeserializeOwned> Rows<V> {
                     for row in t.iter().map_err(|e| fault(&e))? {
                         let (k, v) = row.map_err(|e| fault(&e))?;
                         let k = k.value().to_owned();
-                        if !self.cache.contains_key(&k) {
+                        if let std::collections::btree_map::Entry::Vacant(slot) =
+                            self.cache.entry(k)
+                        {
                             let v: V = serde_json::from_slice(v.value()).map_err(|e| fault(&e))?;
-                            self.cache.insert(k, Some(v));
+                            slot.insert(Some(v));
                         }
                     }
                 }
@@ -519,7 +521,9 @@ impl State {
         let txn = self.db.begin_read().map_err(|e| fault(&e))?;
         let t = match txn.open_table(QUICK) {
             Ok(t) => t,
-            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(Default::default()),
+            Err(redb::TableError::TableDoesNotExist(_)) => {
+                return Ok(std::collections::HashMap::default());
+            }
             Err(e) => return Err(fault(&e)),
         };
         let mut out = std::collections::HashMap::new();
