@@ -72,6 +72,18 @@ pub struct PickArgs {
     /// is not the active one is copied into a new session first, whose id is printed.
     #[arg(long)]
     pub print: bool,
+    /// Also list the sessions only a sync remote has (`s3://…`, `file://…`); choosing one
+    /// pulls just that session first (as `resume ID --remote` does).
+    #[arg(long, value_name = "REMOTE")]
+    pub remote: Option<String>,
+    /// The key file of an encrypted remote.
+    #[arg(long, value_name = "FILE", requires = "remote")]
+    pub key_file: Option<PathBuf>,
+}
+
+/// A session only the remote has: its facts have no path (it is not here yet).
+fn is_remote(f: &SessionFacts) -> bool {
+    f.path.as_os_str().is_empty()
 }
 
 pub fn run(cli: &Cli, a: &PickArgs) -> CliResult {
@@ -82,6 +94,18 @@ pub fn run(cli: &Cli, a: &PickArgs) -> CliResult {
     }
     let store = super::reading_store(cli)?;
     let mut picker = Picker::new(a.scope.project.clone(), a.scope.all);
+    let key = a
+        .key_file
+        .as_ref()
+        .map(|f| std::fs::read(f).map_err(|e| chainlog::Error::io(f, e)))
+        .transpose()?;
+    if let Some(remote) = &a.remote {
+        picker.remote = store
+            .remote_sessions(remote, key.as_deref())?
+            .into_iter()
+            .filter(|r| !r.here && !r.mine)
+            .collect();
+    }
     // The first listing is loaded before the screen is taken, so its errors print as usual.
     picker.load(&store)?;
     // Index progress goes to the top line, not to a bar over the screen.
@@ -94,9 +118,12 @@ pub fn run(cli: &Cli, a: &PickArgs) -> CliResult {
     let mut terminal = ratatui::init();
     let chosen = event_loop(&mut terminal, &mut picker, &store);
     ratatui::restore();
-    let Some((facts, fork, leaf)) = chosen? else {
+    let Some((mut facts, fork, leaf)) = chosen? else {
         return Ok(ExitCode::SUCCESS);
     };
+    if let (true, Some(remote)) = (is_remote(&facts), &a.remote) {
+        facts = pull_session(&store, remote, key, &facts.session_id)?;
+    }
     if a.print {
         let id = match leaf {
             None => facts.session_id.clone(),
@@ -125,6 +152,30 @@ pub fn run(cli: &Cli, a: &PickArgs) -> CliResult {
         err.kind(),
         format!("cannot run {}: {err}", cmd.get_program().to_string_lossy()),
     )))
+}
+
+/// Pulls a session only `remote` has, and its facts once here.
+fn pull_session(
+    store: &Store,
+    remote: &str,
+    key: Option<Vec<u8>>,
+    id: &str,
+) -> Result<SessionFacts, CliError> {
+    let opts = chainlog::SyncOptions {
+        key,
+        only: Some(vec![id.to_owned()]),
+        ..chainlog::SyncOptions::all()
+    };
+    let r = store.sync(remote, &opts)?;
+    eprintln!("chainlog: pulled {id} ({} file(s))", r.pulled_files);
+    let all = store.sessions(&ListOptions {
+        all: true,
+        ..ListOptions::default()
+    })?;
+    all.sessions
+        .into_iter()
+        .find(|f| f.session_id == id)
+        .ok_or_else(|| CliError::Lib(chainlog::Error::NoMatch { arg: id.to_owned() }))
 }
 
 /// The folder to run `claude` in: the session's working directory when it exists; else the
@@ -312,6 +363,8 @@ struct Picker {
     progress: Arc<Mutex<Option<(u64, u64)>>>,
     /// A message for the top line (a listing that failed).
     status: Option<String>,
+    /// Sessions only the sync remote has (`--remote`), listed after this machine's.
+    remote: Vec<chainlog::RemoteSession>,
 }
 
 impl Picker {
@@ -329,6 +382,7 @@ impl Picker {
             search: None,
             progress: Arc::default(),
             status: None,
+            remote: Vec::new(),
         }
     }
 
@@ -355,9 +409,25 @@ impl Picker {
     }
 
     fn set_list(&mut self, sessions: Vec<SessionFacts>) {
+        let here: HashSet<String> = sessions.iter().map(|f| f.session_id.clone()).collect();
+        // In a project's list, the remote's sessions of the same working directory.
+        let folder = (!self.all)
+            .then(|| {
+                self.project
+                    .clone()
+                    .or_else(|| std::env::current_dir().ok())
+            })
+            .flatten();
+        let remote = self.remote.iter().filter(|r| {
+            !here.contains(&r.session_id)
+                && folder
+                    .as_deref()
+                    .is_none_or(|d| r.cwd.as_deref().map(Path::new) == Some(d))
+        });
         self.lists[usize::from(self.all)] = Some(
             sessions
                 .into_iter()
+                .chain(remote.map(chainlog::RemoteSession::facts))
                 .filter(|f| f.message_count > 0)
                 .map(Entry::new)
                 .collect(),
@@ -535,7 +605,11 @@ impl Picker {
 
     /// Reads the selected session's branches and the shown branch's preview unless cached.
     fn ensure_preview(&mut self, store: &Store) {
-        let Some(path) = self.selected().map(|f| f.path.clone()) else {
+        let Some(path) = self
+            .selected()
+            .filter(|f| !is_remote(f))
+            .map(|f| f.path.clone())
+        else {
             return;
         };
         self.branches
@@ -555,6 +629,12 @@ impl Picker {
             .as_deref()
             .map_or_else(String::new, |t| super::ls::relative(t, now));
         let mut title = vec![Span::raw(s.title.clone())];
+        if is_remote(s) {
+            title.push(Span::styled(
+                " (on another machine)",
+                Style::new().add_modifier(Modifier::DIM),
+            ));
+        }
         if self.only_in_messages(e) {
             title.push(Span::styled(
                 " (in messages)",
@@ -647,6 +727,9 @@ impl Picker {
                     .previews
                     .get(&(s.path.clone(), self.shown_branch(&s.path)))
                 {
+                    None if is_remote(s) => vec![Line::from(
+                        "Only the remote has this session: Enter pulls it here, then resumes it.",
+                    )],
                     None => Vec::new(),
                     Some(Err(e)) => vec![Line::from(format!("cannot read: {e}"))],
                     Some(Ok(msgs)) => msgs[msgs.len().saturating_sub(height)..]

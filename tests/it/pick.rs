@@ -620,3 +620,50 @@ fn left_shows_the_older_branch_and_enter_resumes_a_copy_of_it() {
         "the source is left as it was"
     );
 }
+
+/// `pick --remote` lists a session only another machine synced, and Enter pulls just that
+/// session, then resumes it in its directory (issue #32).
+#[test]
+fn a_session_only_the_remote_has_is_listed_and_pulled_on_enter() {
+    if !have_tmux() {
+        return;
+    }
+    let f = Fixture::new();
+    // Machine B: one session of the same working directory, synced to a file:// remote.
+    let b_claude = f.tmp.path().join("b-claude");
+    let cwd = f.work().to_str().unwrap().to_owned();
+    let project = b_claude
+        .join("projects")
+        .join(chainlog::discovery::project_key(&cwd));
+    let sid = "eeeeeeee-0000-4000-8000-000000000005";
+    write_session(&project, &cwd, 4, sid, "Epsilon elsewhere", "epsilon reply");
+    let remote = format!("file://{}", f.tmp.path().join("remote").display());
+    chainlog::Store::open(&b_claude, f.tmp.path().join("b-index"))
+        .unwrap()
+        .sync(&remote, &chainlog::SyncOptions::all())
+        .unwrap();
+    let here = f
+        .claude()
+        .join("projects")
+        .join(chainlog::discovery::project_key(&cwd))
+        .join(format!("{sid}.jsonl"));
+    assert!(!here.exists());
+    let t = Tmux::start_with(&f, "remote", &format!("--all --remote {remote}"));
+    t.wait_for("the remote session beside the local ones", |s| {
+        s.contains("Epsilon elsewhere (on another machine)") && s.contains("Alpha refactor")
+    });
+    t.type_text("Epsilon");
+    t.wait_for("the filter and the preview", |s| {
+        !s.contains("Alpha refactor") && s.contains("Enter pulls it here")
+    });
+    t.key("Enter");
+    let (cwd_run, args) = f.handed_off();
+    assert_eq!(args, format!("--resume {sid}"));
+    assert_eq!(Path::new(&cwd_run), f.work().canonicalize().unwrap());
+    assert_eq!(
+        std::fs::read(&here).unwrap(),
+        std::fs::read(project.join(format!("{sid}.jsonl"))).unwrap(),
+        "the session was pulled before the hand-off"
+    );
+    t.wait_for("the picker to end", |s| s.contains("[exit 0]"));
+}

@@ -188,6 +188,41 @@ pub struct RemoteSession {
     pub here: bool,
 }
 
+impl RemoteSession {
+    /// What a listing shows of it, as the facts of a session (with no path: it is not here).
+    pub fn facts(&self) -> crate::catalog::facts::SessionFacts {
+        crate::catalog::facts::SessionFacts {
+            session_id: self.session_id.clone(),
+            path: PathBuf::new(),
+            project_key: self.project_key.clone(),
+            cwd: self.cwd.clone(),
+            title: self.title.clone(),
+            custom_title: None,
+            ai_title: None,
+            summary: None,
+            first_prompt: None,
+            last_prompt: None,
+            git_branch: None,
+            tag: None,
+            message_count: self.messages,
+            created: None,
+            modified: self.modified.clone(),
+            file_modified: None,
+            bytes: self.bytes,
+            forked_from: None,
+            agents: 0,
+            inline_agents: 0,
+            bad_lines: 0,
+            pr_link: None,
+            leaf_uuid: None,
+            sidechain: false,
+            team_name: None,
+            tips: Vec::new(),
+            foreign_summaries: Vec::new(),
+        }
+    }
+}
+
 /// One sync run.
 struct Sync<'a> {
     sidecars: &'a Sidecars,
