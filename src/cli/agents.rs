@@ -4,7 +4,6 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use chainlog::Error;
 use chainlog::Target;
 
 use super::{Cli, CliResult, write_json_row};
@@ -25,10 +24,9 @@ pub struct AgentsArgs {
 pub fn run(cli: &Cli, a: &AgentsArgs, out: &mut impl Write) -> CliResult {
     let target = super::target(cli, a.project.as_deref(), &a.target)?;
     if let Target::Agent { agent_id, .. } = &target {
-        return Err(Error::NotFound(format!(
+        return Err(super::CliError::not_found(format!(
             "{agent_id} is an agent, not a session; `chainlog resume {agent_id}` shows it"
-        ))
-        .into());
+        )));
     }
     let agents = if a.no_index {
         chainlog::discovery::session_agents(target.path())?

@@ -6,7 +6,6 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use chainlog::Error;
 use chainlog::ListOptions;
 use chainlog::SortBy;
 
@@ -39,9 +38,10 @@ pub fn run(cli: &Cli, a: &ContinueArgs, out: &mut impl Write) -> CliResult {
             .clone()
             .or_else(|| std::env::current_dir().ok())
             .unwrap_or_default();
-        return Err(
-            Error::NotFound(format!("no session to continue in {}", project.display())).into(),
-        );
+        return Err(super::CliError::not_found(format!(
+            "no session to continue in {}",
+            project.display()
+        )));
     };
     eprintln!(
         "chainlog: continuing {} ({})",

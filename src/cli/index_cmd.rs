@@ -29,10 +29,7 @@ fn transcripts(cli: &Cli, a: &PathsArgs) -> Result<Vec<PathBuf>, Error> {
         } else if root.is_dir() {
             walk(&root, &mut out);
         } else {
-            return Err(Error::NotFound(format!(
-                "{}: no such file or directory",
-                root.display()
-            )));
+            return Err(Error::NoTranscript { path: root.clone() });
         }
     }
     out.sort();

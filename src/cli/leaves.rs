@@ -51,7 +51,10 @@ pub fn run(cli: &Cli, a: &LeavesArgs, out: &mut impl Write) -> CliResult {
     } else {
         let ans = Store::reference(path, opts, "--no-index".into())?;
         let t = scan_path(path)?;
-        let res = resolve(&t, opts).map_err(|e| chainlog::Error::NotFound(e.to_string()))?;
+        let res = resolve(&t, opts).map_err(|leaf| chainlog::Error::UnknownLeaf {
+            path: path.to_path_buf(),
+            leaf,
+        })?;
         let report = if inline {
             leaf_report_full(&t, &res)
         } else {

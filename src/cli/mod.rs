@@ -182,20 +182,8 @@ pub fn main() -> ExitCode {
             }
             code
         }
-        Err(CliError::Lib(e)) => {
-            if cli.json {
-                // Scripts read errors the way they read answers: one JSON object (stderr).
-                let v = serde_json::json!({
-                    "schema": JSON_SCHEMA,
-                    "error": e.to_string(),
-                    "exitCode": e.exit_code(),
-                });
-                eprintln!("{v}");
-            } else {
-                eprintln!("chainlog: {e}");
-            }
-            ExitCode::from(e.exit_code())
-        }
+        Err(CliError::Lib(e)) => said(&cli, &e.to_string(), e.exit_code()),
+        Err(CliError::Said { text, code }) => said(&cli, &text, code),
         Err(CliError::Out(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
         Err(CliError::Out(e)) => {
             eprintln!("chainlog: {e}");
@@ -204,10 +192,49 @@ pub fn main() -> ExitCode {
     }
 }
 
+/// Prints an error the way the user asked (`--json`: one JSON object on stderr, as scripts
+/// read answers); its exit code.
+fn said(cli: &Cli, text: &str, code: u8) -> ExitCode {
+    if cli.json {
+        let v = serde_json::json!({
+            "schema": JSON_SCHEMA,
+            "error": text,
+            "exitCode": code,
+        });
+        eprintln!("{v}");
+    } else {
+        eprintln!("chainlog: {text}");
+    }
+    ExitCode::from(code)
+}
+
 /// What a verb can fail with.
 pub enum CliError {
     Lib(chainlog::Error),
     Out(std::io::Error),
+    /// A refusal of the command's own, with its exit code (format.md §B3: 1 not found, 2 usage).
+    Said {
+        text: String,
+        code: u8,
+    },
+}
+
+impl CliError {
+    /// Nothing matches what the user named (exit 1).
+    pub fn not_found(text: impl Into<String>) -> CliError {
+        CliError::Said {
+            text: text.into(),
+            code: 1,
+        }
+    }
+
+    /// The command cannot be done as asked (exit 2).
+    pub fn usage(text: impl Into<String>) -> CliError {
+        CliError::Said {
+            text: text.into(),
+            code: 2,
+        }
+    }
 }
 
 impl From<chainlog::Error> for CliError {

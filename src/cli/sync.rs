@@ -54,10 +54,9 @@ pub fn run(cli: &Cli, a: &SyncArgs, out: &mut impl Write) -> CliResult {
         None => None,
     };
     if key.as_ref().is_some_and(|k| k.len() < 16) {
-        return Err(chainlog::Error::NotFound(
-            "the key file holds fewer than 16 bytes: use a long random secret".into(),
-        )
-        .into());
+        return Err(super::CliError::usage(
+            "the key file holds fewer than 16 bytes: use a long random secret",
+        ));
     }
     let scope = match (&a.scope.project, a.scope.all) {
         (_, true) => SyncScope::All,

@@ -12,6 +12,7 @@ use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use super::CliError;
 use chainlog::Error;
 use chainlog::Position;
 use chainlog::SessionWriter;
@@ -78,7 +79,7 @@ pub enum Meta {
 }
 
 /// An existing main session transcript named by the user.
-fn existing_session(cli: &Cli, project: Option<&Path>, arg: &str) -> Result<PathBuf, Error> {
+fn existing_session(cli: &Cli, project: Option<&Path>, arg: &str) -> Result<PathBuf, CliError> {
     match super::target(cli, project, arg)? {
         Target::Session { session_id, path } => {
             // Lookups also accept id prefixes and title substrings; a write needs the session
@@ -93,18 +94,19 @@ fn existing_session(cli: &Cli, project: Option<&Path>, arg: &str) -> Result<Path
             if exact {
                 Ok(path)
             } else {
-                Err(Error::NotFound(format!(
+                Err(CliError::not_found(format!(
                     "{arg:?} matches session {session_id} only by an id prefix or part of its \
                      title; writing needs its full id, path or exact title"
                 )))
             }
         }
         Target::File(path) if path.extension().is_some_and(|e| e == "jsonl") => Ok(path),
-        Target::File(path) => Err(Error::NotFound(format!(
-            "{}: not a session transcript (.jsonl)",
-            path.display()
-        ))),
-        Target::Agent { agent_id, .. } => Err(Error::NotFound(format!(
+        Target::File(path) => Err(Error::NotATranscript {
+            path,
+            what: "not a session transcript, .jsonl",
+        }
+        .into()),
+        Target::Agent { agent_id, .. } => Err(CliError::not_found(format!(
             "{arg}: names agent {agent_id}; name its session and pass --agent {agent_id}"
         ))),
     }
@@ -114,7 +116,10 @@ fn open_writer(cli: &Cli, path: &Path, cwd: String) -> Result<SessionWriter, Err
     let sid = path
         .file_stem()
         .and_then(|s| s.to_str())
-        .ok_or_else(|| Error::NotFound(format!("{}: not a session file", path.display())))?;
+        .ok_or_else(|| Error::NotATranscript {
+            path: path.to_path_buf(),
+            what: "not a session file",
+        })?;
     let dir = path.parent().unwrap_or(Path::new("."));
     super::store(cli)?.writer(dir, sid, WriterOptions::new(cwd))
 }
@@ -200,9 +205,9 @@ pub fn append(cli: &Cli, a: &AppendArgs, out: &mut impl Write) -> CliResult {
             let cwd = session_cwd(cli, &p);
             (p, cwd)
         }
-        Err(Error::NotFound(_) | Error::NoMatch { .. })
-            if chainlog::discovery::is_uuid(&a.session) =>
-        {
+        Err(CliError::Lib(
+            Error::NoTranscript { .. } | Error::NotATranscript { .. } | Error::NoMatch { .. },
+        )) if chainlog::discovery::is_uuid(&a.session) => {
             let cwd = a
                 .project
                 .as_deref()
@@ -212,7 +217,7 @@ pub fn append(cli: &Cli, a: &AppendArgs, out: &mut impl Write) -> CliResult {
                 .join(chainlog::discovery::project_key(&cwd));
             (dir.join(format!("{}.jsonl", a.session)), cwd)
         }
-        Err(e) => return Err(e.into()),
+        Err(e) => return Err(e),
     };
     let mut w = open_writer(cli, &path, cwd)?;
     // One batch however long the input: all of it or none of it is written.

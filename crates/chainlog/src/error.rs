@@ -44,15 +44,22 @@ pub enum Error {
         /// The cause.
         source: std::io::Error,
     },
-    /// A session, message or file that does not exist (the cases below have their own
-    /// variants).
-    #[error("{0}")]
-    NotFound(String),
+    /// No claude dir was given and none can be found.
+    #[error("no Claude config directory: pass --claude-dir, or set CLAUDE_CONFIG_DIR or HOME")]
+    NoClaudeDir,
     /// A transcript path that is not a file.
     #[error("{}: no such transcript file", path.display())]
     NoTranscript {
         /// The path as given.
         path: PathBuf,
+    },
+    /// A path given as a transcript that is something else.
+    #[error("{}: not a transcript file ({what})", path.display())]
+    NotATranscript {
+        /// The path as given.
+        path: PathBuf,
+        /// What it is.
+        what: &'static str,
     },
     /// A `resume` argument that names no session, agent or title.
     #[error("no session, agent or title matches {arg:?}")]
@@ -199,8 +206,9 @@ impl Error {
     /// The process exit code for this error (format.md §B3: 1 not found, 2 usage or data).
     pub fn exit_code(&self) -> u8 {
         match self {
-            Error::NotFound(_)
+            Error::NoClaudeDir
             | Error::NoTranscript { .. }
+            | Error::NotATranscript { .. }
             | Error::NoMatch { .. }
             | Error::NoMessage { .. }
             | Error::NotOnChain { .. }

@@ -201,8 +201,10 @@ pub fn agent_file_info(f: &AgentFile) -> Result<AgentInfo> {
         return Ok(info);
     };
     let t = Transcript::open(path).map_err(|e| Error::io(path, e))?;
-    let res = resolve(&t, ResolveOptions::default())
-        .map_err(|e| Error::NotFound(format!("{}: {e}", path.display())))?;
+    let res = resolve(&t, ResolveOptions::default()).map_err(|leaf| Error::UnknownLeaf {
+        path: path.clone(),
+        leaf,
+    })?;
     info.message_count = res
         .chain
         .iter()

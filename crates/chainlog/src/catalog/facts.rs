@@ -307,7 +307,10 @@ pub fn scan_session_facts(path: &Path) -> Result<SessionFacts> {
             list_leaves: false,
         },
     )
-    .map_err(|e| Error::NotFound(format!("{}: {e}", path.display())))?;
+    .map_err(|leaf| Error::UnknownLeaf {
+        path: path.to_path_buf(),
+        leaf,
+    })?;
     let lines = match &bytes {
         Some(b) => Lines::Bytes(b),
         None => Lines::File(&file),

@@ -42,7 +42,7 @@ fn sidechains(sidecars: &Sidecars, session_path: &Path) -> Result<(SidechainRows
     let why = match sidecars.sidechain_rows(session_path) {
         Ok(Some(rows)) => return Ok((rows, Source::Index)),
         Ok(None) => "the index was damaged".to_owned(),
-        Err(e @ (Error::Io { .. } | Error::NotFound(_))) => return Err(e),
+        Err(e @ (Error::Io { .. } | Error::UnknownLeaf { .. })) => return Err(e),
         Err(e) => e.to_string(),
     };
     let t = Transcript::open(session_path).map_err(|e| Error::io(session_path, e))?;

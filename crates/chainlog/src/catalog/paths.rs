@@ -47,10 +47,7 @@ fn claude_dir_from(
     }
     match home.filter(|h| !h.is_empty()) {
         Some(home) => Ok(PathBuf::from(home).join(".claude")),
-        None => Err(Error::NotFound(
-            "no Claude config directory: pass --claude-dir, or set CLAUDE_CONFIG_DIR or HOME"
-                .into(),
-        )),
+        None => Err(Error::NoClaudeDir),
     }
 }
 

@@ -133,7 +133,7 @@ pub fn resolve_target_with(
         }
     }
     if id_problem.is_some() && looks_like_a_path(arg) {
-        return Err(Error::NotFound(not_a_file(arg)));
+        return Err(not_a_file(arg));
     }
     // An argument that could only be a path is refused as an id; one that is simply no id (a
     // title with spaces, say) matched nothing.
@@ -154,11 +154,18 @@ fn looks_like_a_path(arg: &str) -> bool {
             .is_some_and(|e| e.eq_ignore_ascii_case("jsonl"))
 }
 
-fn not_a_file(arg: &str) -> String {
+fn not_a_file(arg: &str) -> Error {
+    let path = PathBuf::from(arg);
     match std::fs::metadata(arg) {
-        Ok(m) if m.is_dir() => format!("{arg}: not a transcript file (a directory)"),
-        Ok(_) => format!("{arg}: not a transcript file (not a regular file)"),
-        Err(_) => format!("{arg}: no such transcript file"),
+        Ok(m) if m.is_dir() => Error::NotATranscript {
+            path,
+            what: "a directory",
+        },
+        Ok(_) => Error::NotATranscript {
+            path,
+            what: "not a regular file",
+        },
+        Err(_) => Error::NoTranscript { path },
     }
 }
 

@@ -655,7 +655,7 @@ impl Sidecars {
         match self.resolve_indexed(transcript, opts) {
             Ok(Some(a)) => Ok(a),
             Ok(None) => reference(transcript, opts, "the index was damaged".into()),
-            Err(e @ (Error::Io { .. } | Error::NotFound(_) | Error::UnknownLeaf { .. })) => Err(e),
+            Err(e @ (Error::Io { .. } | Error::UnknownLeaf { .. })) => Err(e),
             Err(e) => reference(transcript, opts, e.to_string()),
         }
     }

@@ -51,10 +51,9 @@ fn view(
         }
     }
     if chain.is_empty() {
-        return Err(Error::NotFound(format!(
-            "{}: no message to copy",
-            source.display()
-        )));
+        return Err(Error::NoMessage {
+            path: source.to_path_buf(),
+        });
     }
     let entries = crate::resume::read_view(source, &chain, &ans.names)?;
     Ok(entries
@@ -103,7 +102,10 @@ fn source_session_id(source: &Path) -> Result<String> {
         .file_stem()
         .and_then(|s| s.to_str())
         .map(str::to_owned)
-        .ok_or_else(|| Error::NotFound(format!("{}: not a session file", source.display())))
+        .ok_or_else(|| Error::NotATranscript {
+            path: source.to_path_buf(),
+            what: "not a session file",
+        })
 }
 
 fn new_writer(store: &Sidecars, dir: &Path, cwd: &str, sid: Option<&str>) -> Result<SessionWriter> {
