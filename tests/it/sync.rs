@@ -299,6 +299,21 @@ fn with_a_key_no_message_text_reaches_the_remote() {
     };
     let err = b.store().sync(&url, &wrong).unwrap_err();
     assert!(err.to_string().contains("key"), "{err}");
+    // A machine that synced with the key is refused without it or with another, before it
+    // writes anything (its new message would otherwise go up unreadable to the others).
+    let objects = || crate::util::files_ending(&tmp.path().join("remote"), "").len();
+    let before = objects();
+    a.append(&sessions[0].1, "a secret written after the first sync");
+    for opts in [SyncOptions::all(), wrong.clone()] {
+        let err = a.store().sync(&url, &opts).unwrap_err();
+        assert!(err.to_string().contains("key"), "{err}");
+    }
+    assert_eq!(
+        objects(),
+        before,
+        "nothing was written with the wrong key setting"
+    );
+    a.sync(&url, &keyed);
     b.sync(&url, &keyed);
     assert_eq!(a.files(), b.files());
 }

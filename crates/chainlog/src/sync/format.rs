@@ -38,6 +38,17 @@ pub struct Marker {
     pub chainlog_sync: u32,
     /// Whether objects are encrypted.
     pub encrypted: bool,
+    /// With a key: a keyed hash of a constant, so that another key is refused before anything
+    /// is written (a marker without it, of an older chainlog, is checked by the first object
+    /// read instead).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key_check: Option<String>,
+}
+
+/// What [`Marker::key_check`] holds for `seal`.
+pub fn key_check(seal: &super::seal::Seal) -> Option<String> {
+    seal.encrypted()
+        .then(|| seal.hash(&[b"chainlog-sync key check"]))
 }
 
 /// Where a project came from, so that a machine can place it among its own.

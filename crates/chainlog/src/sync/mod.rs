@@ -258,7 +258,6 @@ impl<'a> Sync<'a> {
         maps: &[(String, String)],
         scope: Keys,
     ) -> Result<(Sync<'a>, std::fs::File)> {
-        check_marker(&remote, &seal)?;
         let path = State::path(sidecars.index_dir(), remote.url());
         let state_dir = path
             .parent()
@@ -274,6 +273,12 @@ impl<'a> Sync<'a> {
             .map_err(|e| Error::io(&lock_path, e))?;
         lock.lock().map_err(|e| Error::io(&lock_path, e))?;
         let mut state = State::load(&path)?;
+        // Once per remote and key setting: a remote's marker does not change.
+        let setting = seal.hash(&[b"chainlog-sync marker checked"]);
+        if state.marker_checked.as_ref() != Some(&setting) {
+            check_marker(&remote, &seal)?;
+            state.marker_checked = Some(setting);
+        }
         for m in maps {
             if !state.maps.contains(m) {
                 state.maps.push(m.clone());
@@ -429,6 +434,7 @@ fn check_marker(remote: &Remote, seal: &Seal) -> Result<()> {
             let m = Marker {
                 chainlog_sync: FORMAT,
                 encrypted: seal.encrypted(),
+                key_check: format::key_check(seal),
             };
             remote.put(MARKER, serde_json::to_vec(&m).expect("a marker serialises"))
         }
@@ -441,6 +447,9 @@ fn check_marker(remote: &Remote, seal: &Seal) -> Result<()> {
             match (m.encrypted, seal.encrypted()) {
                 (true, false) => Err(fault(RemoteFault::NeedsKey)),
                 (false, true) => Err(fault(RemoteFault::Plaintext)),
+                (true, true) if m.key_check.is_some() && m.key_check != format::key_check(seal) => {
+                    Err(fault(RemoteFault::WrongKey))
+                }
                 _ => Ok(()),
             }
         }

@@ -259,8 +259,10 @@ impl Sync<'_> {
         let _ = cache.flush();
         let dir = format!("m/{}", self.state.machine);
         let mut seq = self.state.next_seq;
-        while self.remote.exists(&format!("{dir}/x/{}", seq_name(seq)))? {
-            seq += 1; // a push killed after its delta and before its state was saved
+        // A push killed after its delta and before its state was saved used this number (only
+        // after a killed sync is that asked).
+        while self.careful && self.remote.exists(&format!("{dir}/x/{}", seq_name(seq)))? {
+            seq += 1;
         }
         let delta = Manifest {
             machine: self.state.machine.clone(),

@@ -103,6 +103,9 @@ struct Meta {
     maps: Vec<(String, String)>,
     /// The last manifest folded of each other machine.
     machines: BTreeMap<String, Option<u64>>,
+    /// The key setting the remote's marker was read and agreed with (not read again with it).
+    #[serde(default)]
+    marker_checked: Option<String>,
 }
 
 const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
@@ -402,6 +405,9 @@ pub struct State {
     pub maps: Vec<(String, String)>,
     /// The last manifest folded of each other machine.
     pub machines: BTreeMap<String, Option<u64>>,
+    /// The key setting (a keyed hash of a constant) the remote's marker was read and agreed
+    /// with: another setting reads it again.
+    pub marker_checked: Option<String>,
     /// Local files by path below the projects folder (`<key>/<rel>`).
     pub files: Rows<FileState>,
     /// Other machines' files as their manifests last said, by `<machine>/<file id>`.
@@ -480,6 +486,7 @@ impl State {
             last_snapshot: None,
             maps: Vec::new(),
             machines: BTreeMap::new(),
+            marker_checked: None,
         });
         let mut forks = BTreeMap::new();
         {
@@ -499,6 +506,7 @@ impl State {
             last_snapshot: meta.last_snapshot,
             maps: meta.maps,
             machines: meta.machines,
+            marker_checked: meta.marker_checked,
             forks,
             saved_todo: todo.clone(),
             todo,
@@ -549,6 +557,7 @@ impl State {
                 last_snapshot: self.last_snapshot,
                 maps: self.maps.clone(),
                 machines: self.machines.clone(),
+                marker_checked: self.marker_checked.clone(),
             };
             let mut t = txn.open_table(META).map_err(|e| fault(&e))?;
             let bytes = serde_json::to_vec(&meta).expect("the state serialises");
