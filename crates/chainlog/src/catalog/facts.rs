@@ -75,7 +75,7 @@ pub struct ForeignSummary {
 /// join files. Serialised with camelCase names; `--json` prints it without the join fields
 /// (`tips`, `foreignSummaries`). Absent values are `null`, never omitted, so the struct
 /// round-trips through self-describing and positional formats alike.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionFacts {
     /// The session id: the file stem.

@@ -512,34 +512,6 @@ mod tests {
     }
 
     fn blank() -> SessionFacts {
-        SessionFacts {
-            session_id: String::new(),
-            path: PathBuf::new(),
-            project_key: String::new(),
-            cwd: None,
-            title: String::new(),
-            custom_title: None,
-            ai_title: None,
-            summary: None,
-            first_prompt: None,
-            last_prompt: None,
-            git_branch: None,
-            tag: None,
-            message_count: 0,
-            created: None,
-            modified: None,
-            file_modified: None,
-            bytes: 0,
-            forked_from: None,
-            agents: 0,
-            inline_agents: 0,
-            bad_lines: 0,
-            pr_link: None,
-            leaf_uuid: None,
-            sidechain: false,
-            team_name: None,
-            tips: Vec::new(),
-            foreign_summaries: Vec::new(),
-        }
+        SessionFacts::default()
     }
 }

@@ -193,32 +193,13 @@ impl RemoteSession {
     pub fn facts(&self) -> crate::catalog::facts::SessionFacts {
         crate::catalog::facts::SessionFacts {
             session_id: self.session_id.clone(),
-            path: PathBuf::new(),
             project_key: self.project_key.clone(),
             cwd: self.cwd.clone(),
             title: self.title.clone(),
-            custom_title: None,
-            ai_title: None,
-            summary: None,
-            first_prompt: None,
-            last_prompt: None,
-            git_branch: None,
-            tag: None,
             message_count: self.messages,
-            created: None,
             modified: self.modified.clone(),
-            file_modified: None,
             bytes: self.bytes,
-            forked_from: None,
-            agents: 0,
-            inline_agents: 0,
-            bad_lines: 0,
-            pr_link: None,
-            leaf_uuid: None,
-            sidechain: false,
-            team_name: None,
-            tips: Vec::new(),
-            foreign_summaries: Vec::new(),
+            ..Default::default()
         }
     }
 }
