@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 """Resume sessions with the real client at other points of their chain, and record what it sends.
 
-    replay-at.py CLAUDE_DIR OUT_DIR [--cuts N] [--only SID...]     (uses $CHAINLOG, $CLAUDE_BIN)
+    replay-at.py CLAUDE_DIR OUT_DIR [--cuts N | --at-file F] [--only SID...]   (uses $CHAINLOG, $CLAUDE_BIN)
 
 The kit's replay.py resumes every main transcript of CLAUDE_DIR at its leaf. This script runs
 `claude -p --resume SID --resume-session-at UUID PING` instead, for up to N cut points per session
 on the resume view chainlog gives (`chainlog resume PATH --format jsonl`): a user prompt and an
 assistant line in the middle, a tool-result line, a thinking line and the line before the leaf.
-Each run is written to OUT_DIR/<sid>@<uuid>.json in the shape of the kit's expected files
+`--at-file F` names the cut points instead (`<session id> <uuid>` per line, as
+fixtures/client/cuts.txt lists the shapes' cuts). Each run is written to OUT_DIR/<sid>@<uuid>.json in the shape of the kit's expected files
 (`args` holds `--resume-session-at UUID`), so tests/it/conformance.rs compares it with
 `chainlog resume PATH --at UUID --format api`. A cut the client refuses (`request: null`) must be
 refused by chainlog too. Uses the kit's lib (../shared/conformance/lib) and never writes
@@ -118,6 +119,7 @@ def main():
     ap.add_argument("--first", type=int, default=0, help="skip the first N cut points of each session")
     ap.add_argument("--only", nargs="+", metavar="SID")
     ap.add_argument("--timeout", type=float, default=180)
+    ap.add_argument("--at-file", help="cut at these points only: `<session id> <uuid>` per line")
     ap.add_argument("--fork", action="store_true", help="also --fork-session (the cut goes to a new session)")
     a = ap.parse_args()
     chainlog = os.environ.get("CHAINLOG", "target/debug/chainlog")
@@ -127,13 +129,21 @@ def main():
     os.makedirs(a.out_dir, exist_ok=True)
     mock_dir = tempfile.mkdtemp(prefix="chainlog-replay-at-mock-")
     mock = client.Mock(mock_dir, time_limit=3 * 3600)
+    chosen = {}
+    if a.at_file:
+        with open(a.at_file) as f:
+            for line in f:
+                if line.strip():
+                    sid, at = line.split()
+                    chosen.setdefault(sid, []).append(at)
     done, refused, failed = 0, 0, 0
     try:
         for path in sorted(client.session_files(os.path.join(claude_dir, "projects"))):
             sid = os.path.basename(path)[:-6]
             if (a.only and sid not in a.only) or not client.has_conversation(path):
                 continue
-            for at in cuts(view(chainlog, path), a.first + a.cuts)[a.first:]:
+            ats = chosen.get(sid, []) if a.at_file else cuts(view(chainlog, path), a.first + a.cuts)[a.first:]
+            for at in ats:
                 rec, res = replay_at(binary, mock, path, sid, at, a.timeout, a.fork)
                 out = {"scenario": None, "run": None, "source": os.path.relpath(path, claude_dir)}
                 out.update(rec)

@@ -81,6 +81,11 @@ pub struct ViewArgs {
     /// With `--format api`: the request's model; signed thinking of other models is left out.
     #[arg(long, value_name = "MODEL")]
     pub model: Option<String>,
+    /// With `--format api`: an MCP tool the resuming client has (`mcp__server__tool`, or
+    /// `mcp__server__` for all of a server's; repeatable). `ToolSearch` references to other MCP
+    /// tools are sent as removed, as Claude Code does without them.
+    #[arg(long, value_name = "TOOL")]
+    pub mcp_tool: Vec<String>,
 }
 
 impl ViewArgs {
@@ -313,11 +318,19 @@ fn print(cli: &Cli, conv: &Conversation, a: &ViewArgs, out: &mut impl Write) -> 
     let view = conv.entries();
     let format = format_of(a);
     if format == Format::Api {
-        let messages = chainlog::view::api_messages(
-            view,
+        // The client's chain goes on below the leaf (local commands written after it).
+        let mut entries: Vec<serde_json::Value> = view
+            .iter()
+            .filter_map(chainlog::view::ViewEntry::value)
+            .collect();
+        entries.extend(conv.below_leaf()?);
+        let messages = chainlog::view::api_messages_of(
+            &entries,
             &chainlog::view::ApiOptions {
                 model: a.model.clone(),
                 cut: a.at.is_some(),
+                cut_inside_response: conv.cut_inside_response(),
+                mcp_tools: a.mcp_tool.clone(),
             },
         );
         write_json(out, &json!({ "messages": messages }))?;

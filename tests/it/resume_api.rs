@@ -106,20 +106,117 @@ fn api_errors_and_system_entries_are_dropped_local_commands_are_user_text() {
     );
 }
 
+/// Issue 31, class 1 (the shapes `thinking-end*` of fixtures/client, replayed through both
+/// clients): a reply of thinking only is dropped before the repair, so the prompt before it
+/// ends the chain and gets "No response requested."; cut there (`--at`), nothing is added.
 #[test]
-fn a_trailing_prompt_gets_no_response_requested_a_thinking_cut_does_not() {
+fn a_trailing_prompt_gets_no_response_requested_after_a_thinking_end_too() {
     let prompt = api(&[user("u", json!("go"))]);
     assert_eq!(roles(&prompt), ["user", "assistant"]);
-    let thinking = api(&[
+    let entries = [
         user("u", json!("go")),
         assistant(
             "a",
             "m",
             json!({"type": "thinking", "thinking": "hm", "signature": "s"}),
         ),
-    ]);
-    // The thinking-only reply is not sent, and no synthetic reply is added (--at a thinking line).
-    assert_eq!(roles(&thinking), ["user"]);
+    ];
+    let thinking = api(&entries);
+    assert_eq!(roles(&thinking), ["user", "assistant"]);
+    assert_eq!(thinking[1]["content"][0]["text"], "No response requested.");
+    let cut = api_messages_of(
+        &entries,
+        &ApiOptions {
+            cut: true,
+            ..ApiOptions::default()
+        },
+    );
+    assert_eq!(roles(&cut), ["user"]);
+}
+
+/// Issue 31, class 5 (shape `thinking-end-other-model` cut at its thinking line): a cut inside
+/// a response whose next line holds text keeps the reply; left empty once another model's
+/// thinking is taken out, it is sent as "(no content)". Of the request's own model, or when
+/// the response ends at the cut, the thinking-only reply is dropped.
+#[test]
+fn a_reply_cut_inside_its_response_and_left_empty_is_no_content() {
+    let entries = [
+        user("u", json!("go")),
+        assistant(
+            "a",
+            "m",
+            json!({"type": "thinking", "thinking": "hm", "signature": "s"}),
+        ),
+    ];
+    let with = |model: &str, inside: bool| {
+        api_messages_of(
+            &entries,
+            &ApiOptions {
+                model: Some(model.into()),
+                cut: true,
+                cut_inside_response: inside,
+                ..ApiOptions::default()
+            },
+        )
+    };
+    let other = with("other-model", true);
+    assert_eq!(roles(&other), ["user", "assistant"]);
+    assert_eq!(other[1]["content"][0]["text"], "(no content)");
+    assert_eq!(roles(&with("m1", true)), ["user"]);
+    assert_eq!(roles(&with("other-model", false)), ["user"]);
+}
+
+/// Issue 31, classes 3 and 4 (shapes `tool-loaded`, `tool-refs-removed`, `tool-refs-mixed`):
+/// a `ToolSearch` result keeps the references to tools the client has and is followed by
+/// "Tool loaded." after the last result of its message; references to MCP tools the client
+/// lacks are left out, and a result left with none is the removal notice.
+#[test]
+fn tool_search_results_load_tools_or_say_they_are_gone() {
+    let refs = |names: &[&str]| {
+        json!(
+            names
+                .iter()
+                .map(|n| json!({"type": "tool_reference", "tool_name": n}))
+                .collect::<Vec<_>>()
+        )
+    };
+    let answer = |id: &str, content: Value| {
+        user(
+            id,
+            json!([{"type": "tool_result", "tool_use_id": id, "content": content}]),
+        )
+    };
+    let entries = [
+        user("u", json!("load")),
+        assistant("a1", "m", tool_use("t1", "ToolSearch")),
+        assistant("a2", "m", tool_use("t2", "ToolSearch")),
+        assistant("a3", "m", tool_use("t3", "Bash")),
+        answer("t1", refs(&["WebFetch", "mcp__gone__x"])),
+        answer("t2", refs(&["mcp__gone__y"])),
+        answer("t3", json!("hi")),
+        assistant("b", "n", json!({"type": "text", "text": "done"})),
+    ];
+    let msgs = api(&entries);
+    let blocks = msgs[2]["content"].as_array().unwrap();
+    let kinds: Vec<&str> = blocks.iter().map(|b| b["type"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["tool_result", "tool_result", "tool_result", "text"]);
+    assert_eq!(blocks[0]["content"], refs(&["WebFetch"]));
+    assert_eq!(
+        blocks[1]["content"],
+        json!([{"type": "text", "text": "[Tool references removed - tools no longer available]"}])
+    );
+    assert_eq!(blocks[3]["text"], "Tool loaded.");
+    // With the MCP server connected, its references stay and load.
+    let connected = api_messages_of(
+        &entries,
+        &ApiOptions {
+            mcp_tools: vec!["mcp__gone__".into()],
+            ..ApiOptions::default()
+        },
+    );
+    let blocks = connected[2]["content"].as_array().unwrap();
+    assert_eq!(blocks[1]["content"], refs(&["mcp__gone__y"]));
+    assert_eq!(blocks.len(), 5, "two results loaded tools: {blocks:?}");
 }
 
 /// `--at` (the client's `--resume-session-at`, observed on generated sessions replayed with
@@ -459,4 +556,114 @@ fn a_message_queued_into_a_running_turn_is_user_text_beside_the_results() {
         roles(&msgs),
         ["user", "assistant", "user", "system", "assistant"]
     );
+}
+
+/// `resume --format api` of a shape of fixtures/client (issue 31), from the index and with
+/// `--no-index`: both must give the same messages, which are returned.
+fn shape_api(name: &str, extra: &[&str]) -> Vec<Value> {
+    let sid = shape_id(name);
+    let path = util::manifest_dir().join(format!("fixtures/client/projects/-shapes/{sid}.jsonl"));
+    let mut answers = Vec::new();
+    for index in [true, false] {
+        let mut args = vec!["resume", path.to_str().unwrap(), "--format", "api"];
+        args.extend(extra);
+        if !index {
+            args.push("--no-index");
+        }
+        let out = util::chainlog(&args);
+        assert!(
+            out.status.success(),
+            "{name}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        answers.push(v["messages"].as_array().unwrap().clone());
+    }
+    assert_eq!(
+        answers[0], answers[1],
+        "{name}: the index and the scan differ"
+    );
+    answers.pop().unwrap()
+}
+
+/// The session id fixtures/client/shapes.py gives the shape `name`.
+fn shape_id(name: &str) -> String {
+    shape_uuid(name, "session")
+}
+
+/// The uuid shapes.py gives entry `key` of shape `name`: read from the shapes' own list.
+fn shape_uuid(name: &str, key: &str) -> String {
+    let list = util::manifest_dir().join("fixtures/client/uuids.txt");
+    let text = std::fs::read_to_string(&list).unwrap();
+    text.lines()
+        .find_map(|l| {
+            let mut p = l.split_whitespace();
+            (p.next() == Some(name) && p.next() == Some(key)).then(|| p.next().unwrap().to_owned())
+        })
+        .unwrap_or_else(|| panic!("{}: no {name} {key}", list.display()))
+}
+
+/// Issue 31, class 2 (shapes `local-after-leaf`, `prompt-then-local`, `meta-then-local`): the
+/// local commands written below the chosen leaf after its checkpoint (`/exit`) are sent as
+/// user text, after the synthetic reply when there is one; the view itself ends at the leaf.
+#[test]
+fn local_commands_below_the_leaf_are_sent_after_it() {
+    let texts = |msgs: &[Value], i: usize| -> Vec<String> {
+        match &msgs[i]["content"] {
+            Value::String(s) => vec![s.clone()],
+            Value::Array(a) => a
+                .iter()
+                .filter_map(|b| b["text"].as_str().map(str::to_owned))
+                .collect(),
+            _ => Vec::new(),
+        }
+    };
+    let after_reply = shape_api("local-after-leaf", &[]);
+    assert_eq!(
+        roles(&after_reply),
+        ["user", "assistant", "user", "assistant", "user"]
+    );
+    let last = texts(&after_reply, 4);
+    assert!(
+        last[0].starts_with("<command-name>/exit</command-name>"),
+        "{last:?}"
+    );
+    assert_eq!(
+        last[1],
+        "<local-command-stdout>Goodbye!</local-command-stdout>"
+    );
+    let after_prompt = shape_api("prompt-then-local", &[]);
+    assert_eq!(
+        roles(&after_prompt),
+        ["user", "assistant", "user", "assistant", "user"]
+    );
+    assert_eq!(texts(&after_prompt, 3), ["No response requested."]);
+    assert_eq!(texts(&after_prompt, 4).len(), 2);
+    // The view (what `--format jsonl` and the oracle give) still ends at the leaf.
+    let path = util::manifest_dir().join(format!(
+        "fixtures/client/projects/-shapes/{}.jsonl",
+        shape_id("local-after-leaf")
+    ));
+    let uuids = util::cli_resume_uuids(&path, &[]).unwrap();
+    assert_eq!(uuids.last().unwrap(), &shape_uuid("local-after-leaf", "a2"));
+}
+
+/// Issue 31, class 5 through the command: `--at` a thinking line of another model inside a
+/// response that goes on is "(no content)"; at the same line of the request's model the reply
+/// is not sent.
+#[test]
+fn a_cut_inside_a_response_of_another_model_is_no_content() {
+    let at = shape_uuid("thinking-end-other-model", "a2");
+    let msgs = shape_api(
+        "thinking-end-other-model",
+        &["--at", &at, "--model", "claude-opus-5-5"],
+    );
+    assert_eq!(roles(&msgs), ["user", "assistant", "user", "assistant"]);
+    assert_eq!(msgs[3]["content"][0]["text"], "(no content)");
+    let at = shape_uuid("thinking-cut-same-model", "a2");
+    let msgs = shape_api(
+        "thinking-cut-same-model",
+        &["--at", &at, "--model", "claude-opus-5-5"],
+    );
+    assert_eq!(roles(&msgs), ["user", "assistant", "user"]);
 }

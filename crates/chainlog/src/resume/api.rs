@@ -47,7 +47,27 @@ pub struct ApiOptions {
     /// (an `is_error` result first in the next user message) instead of the written
     /// [`INTERRUPTED_TOOL_CALL`] result.
     pub cut: bool,
+    /// The cut fell inside a response whose next line holds more than thinking
+    /// ([`Conversation::cut_inside_response`](crate::Conversation::cut_inside_response)): the
+    /// client keeps the cut reply, and one left with nothing once another model's thinking is
+    /// taken out is sent as [`NO_CONTENT`] (it drops a cut reply of thinking only otherwise).
+    pub cut_inside_response: bool,
+    /// MCP tools the resuming client has (`mcp__<server>__<tool>`, or a server's prefix
+    /// `mcp__<server>__`). A `ToolSearch` result's references to tools the client does not
+    /// have are left out, and a result left with none is sent as [`TOOL_REFERENCES_REMOVED`];
+    /// the built-in tools are always there. Default: none (a client without MCP servers, as
+    /// `claude -p` in a fresh environment).
+    pub mcp_tools: Vec<String>,
 }
+
+/// The text the client sends for an assistant reply left with no content.
+pub const NO_CONTENT: &str = "(no content)";
+
+/// The text block the client adds after a `ToolSearch` result that loaded tools.
+pub const TOOL_LOADED: &str = "Tool loaded.";
+
+/// The content the client sends for a `ToolSearch` result whose tools are all gone.
+pub const TOOL_REFERENCES_REMOVED: &str = "[Tool references removed - tools no longer available]";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Role {
@@ -75,6 +95,8 @@ struct Unit {
     meta: bool,
     /// A rendered attachment (sent as user content, but not a user turn).
     attachment: bool,
+    /// How many of its `ToolSearch` results loaded tools ([`load_tools`]).
+    tool_loaded: usize,
 }
 
 impl Unit {
@@ -87,6 +109,7 @@ impl Unit {
             local_command: false,
             meta: false,
             attachment: false,
+            tool_loaded: 0,
         }
     }
 
@@ -166,6 +189,7 @@ fn classify(v: &Value) -> Option<Unit> {
                 local_command: false,
                 meta: false,
                 attachment: false,
+                tool_loaded: 0,
             })
         }
         "system" => {
@@ -211,6 +235,7 @@ fn classify(v: &Value) -> Option<Unit> {
                     local_command: false,
                     meta: false,
                     attachment: true,
+                    tool_loaded: 0,
                 }),
                 Some("user") => {
                     let mut u = Unit::user(texts.iter().map(|t| text_block(t)).collect(), false);
@@ -236,6 +261,62 @@ fn strip_foreign_thinking(units: &mut [Unit], model: &str, models: &[Option<Stri
                     .and_then(Value::as_str)
                     .is_none_or(str::is_empty)
         });
+    }
+}
+
+/// The cut response (the last assistant's lines, `was_empty` telling which were empty before
+/// another model's thinking was taken out) left with nothing is sent as [`NO_CONTENT`].
+fn no_content_at_cut(units: &mut [Unit], was_empty: &[bool]) {
+    let Some(last) = units.iter().rposition(|u| u.role == Role::Assistant) else {
+        return;
+    };
+    let mid = units[last].mid.clone();
+    let lines: Vec<usize> = (0..=last)
+        .filter(|&i| units[i].role == Role::Assistant && units[i].mid == mid)
+        .collect();
+    let emptied = lines.iter().any(|&i| !was_empty[i]);
+    if emptied && lines.iter().all(|&i| units[i].blocks.is_empty()) {
+        units[last].blocks = vec![json!({"type": "text", "text": NO_CONTENT, "citations": []})];
+    }
+}
+
+/// Whether the resuming client has tool `name`: a built-in one, or an MCP tool it was told of.
+fn has_tool(name: &str, mcp_tools: &[String]) -> bool {
+    !name.starts_with("mcp__")
+        || mcp_tools
+            .iter()
+            .any(|t| t == name || (t.ends_with("__") && name.starts_with(t.as_str())))
+}
+
+/// `ToolSearch` results (content of `tool_reference` items only): references to tools the
+/// client lacks are left out, a result left with none becomes [`TOOL_REFERENCES_REMOVED`];
+/// each result that still loads a tool gets a [`TOOL_LOADED`] text block after the last
+/// result of its message (added at request time: it takes no joining newline).
+fn load_tools(units: &mut [Unit], mcp_tools: &[String]) {
+    for u in units.iter_mut().filter(|u| u.role == Role::User) {
+        let mut loaded = 0;
+        for b in &mut u.blocks {
+            if block_type(b) != "tool_result" {
+                continue;
+            }
+            let Some(items) = b.get_mut("content").and_then(Value::as_array_mut) else {
+                continue;
+            };
+            if items.is_empty() || !items.iter().all(|i| block_type(i) == "tool_reference") {
+                continue;
+            }
+            items.retain(|i| {
+                i.get("tool_name")
+                    .and_then(Value::as_str)
+                    .is_none_or(|n| has_tool(n, mcp_tools))
+            });
+            if items.is_empty() {
+                items.push(text_block(TOOL_REFERENCES_REMOVED));
+            } else {
+                loaded += 1;
+            }
+        }
+        u.tool_loaded = loaded;
     }
 }
 
@@ -354,6 +435,7 @@ fn synthetic_assistant(text: &str) -> Unit {
         local_command: false,
         meta: false,
         attachment: false,
+        tool_loaded: 0,
     }
 }
 
@@ -448,7 +530,16 @@ fn join(units: Vec<Unit>) -> Vec<Value> {
     let mut user: Option<Unit> = None;
     let mut system: Vec<Value> = Vec::new();
     let flush = |out: &mut Vec<Value>, user: &mut Option<Unit>, system: &mut Vec<Value>| {
-        if let Some(u) = user.take() {
+        if let Some(mut u) = user.take() {
+            if u.tool_loaded > 0
+                && let Some(at) = u
+                    .blocks
+                    .iter()
+                    .rposition(|b| block_type(b) == "tool_result")
+            {
+                let loaded = std::iter::repeat_n(text_block(TOOL_LOADED), u.tool_loaded);
+                u.blocks.splice(at + 1..at + 1, loaded);
+            }
             out.push(message("user", u.blocks, u.plain));
         }
         if !system.is_empty() {
@@ -472,6 +563,7 @@ fn join(units: Vec<Unit>) -> Vec<Value> {
                         t.push('\n');
                     }
                     acc.blocks.extend(u.blocks);
+                    acc.tool_loaded += u.tool_loaded;
                     acc.plain = false;
                 } else {
                     // Attachments before the first prompt are placed after it.
@@ -532,23 +624,23 @@ pub fn api_messages_of(entries: &[Value], opts: &ApiOptions) -> Vec<Value> {
         }
     }
     if let Some(model) = &opts.model {
+        let before: Vec<bool> = units.iter().map(|u| u.blocks.is_empty()).collect();
         strip_foreign_thinking(&mut units, model, &models);
+        if opts.cut && opts.cut_inside_response {
+            no_content_at_cut(&mut units, &before);
+        }
     }
     rename_task(&mut units);
     repair_pairing(&mut units);
-    // A chain cut at a thinking line (`--resume-session-at`) ends on a reply as far as the
-    // client's repair is concerned, although the thinking-only reply is not sent.
-    let thinking_end = units
-        .iter()
-        .rev()
-        .find(|u| u.role != Role::System && !u.attachment && !u.local_command)
-        .is_some_and(|u| u.role == Role::Assistant && only_thinking(u));
     let mut units = regroup(units);
     if opts.cut {
         pair_cut_tail(&mut units);
     } else {
-        repair_tail(&mut units, api_error_end || thinking_end);
+        // A reply of thinking only is dropped first: the prompt before it ends the chain and
+        // gets "No response requested." (issue 31, class 1).
+        repair_tail(&mut units, api_error_end);
     }
+    load_tools(&mut units, &opts.mcp_tools);
     join(units)
 }
 

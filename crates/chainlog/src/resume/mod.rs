@@ -8,6 +8,7 @@ pub mod interrupt;
 pub mod message;
 pub mod shallow;
 pub mod text;
+pub mod trailing;
 
 pub use api::{
     ApiOptions, INTERRUPTED_TOOL_CALL, NO_RESPONSE_REQUESTED, TOOL_RESULT_MISSING, api_messages,

@@ -63,9 +63,39 @@ pub struct Conversation {
     inherited: usize,
     fork: Option<ForkContext>,
     retried: Option<String>,
+    cut_inside_response: bool,
+    /// The leaf was chosen (no `--leaf`, no `--at`, the resume view).
+    chosen_leaf: bool,
 }
 
 impl Conversation {
+    /// Whether the chain was cut (`--at`) inside a response: the line after the cut is
+    /// another line of the same assistant response, holding more than thinking. The client
+    /// then keeps the cut reply as it stands ([`ApiOptions::cut_inside_response`](crate::view::ApiOptions)).
+    pub fn cut_inside_response(&self) -> bool {
+        self.cut_inside_response
+    }
+
+    /// The system and attachment entries the client's chain holds below the chosen leaf
+    /// (local commands such as `/exit` written after the last message), read from the lines
+    /// after the leaf's; the client sends a local command as user text with the next turn.
+    /// Empty when the leaf was asked for (`--leaf`, `--at`) or for the full view.
+    pub fn below_leaf(&self) -> Result<Vec<serde_json::Value>> {
+        let res = &self.answer.resolution;
+        let leaf = res.leaf.map(|(id, _)| id);
+        let Some(link) = res.chain.iter().rev().find(|l| Some(l.uuid) == leaf) else {
+            return Ok(Vec::new());
+        };
+        if !self.chosen_leaf {
+            return Ok(Vec::new());
+        }
+        crate::resume::trailing::below_leaf(
+            &self.path,
+            link.pos,
+            &self.answer.names.name(link.uuid),
+        )
+    }
+
     /// The transcript the conversation was read from.
     pub fn path(&self) -> &Path {
         &self.path
@@ -363,6 +393,13 @@ impl Store {
 
     fn read_pending_once(&self, p: Pending) -> Result<Conversation> {
         let entries = read_view(&p.path, &p.chain, &p.answer.names)?;
+        let cut_inside_response = match p.answer.resolution.chain.get(p.chain.len()) {
+            Some(next) if p.opts.at.is_some() => {
+                let after = read_view(&p.path, std::slice::from_ref(next), &p.answer.names)?;
+                continues_response(entries.last(), after.first())
+            }
+            _ => false,
+        };
         // The answer's whole chain (neither cut nor made strict) is the view.
         if !p.opts.strict && p.opts.at.is_none() {
             let _ = self
@@ -376,6 +413,8 @@ impl Store {
             inherited: 0,
             fork: None,
             retried: None,
+            cut_inside_response,
+            chosen_leaf: p.opts.at.is_none() && p.opts.leaf.is_none() && !p.opts.full,
         })
     }
 
@@ -468,4 +507,33 @@ impl Store {
         }
         Ok(c)
     }
+}
+
+/// Whether `next` is a line of the same assistant response as `last` holding more than
+/// thinking (the client keeps a reply cut there, see [`Conversation::cut_inside_response`]).
+fn continues_response(last: Option<&ViewEntry>, next: Option<&ViewEntry>) -> bool {
+    let (Some(last), Some(next)) = (
+        last.and_then(ViewEntry::value),
+        next.and_then(ViewEntry::value),
+    ) else {
+        return false;
+    };
+    let id = |v: &serde_json::Value| {
+        (v.get("type").and_then(serde_json::Value::as_str) == Some("assistant"))
+            .then(|| v.pointer("/message/id").cloned())
+            .flatten()
+    };
+    id(&last).is_some()
+        && id(&last) == id(&next)
+        && next
+            .pointer("/message/content")
+            .and_then(serde_json::Value::as_array)
+            .is_some_and(|c| {
+                c.iter().any(|b| {
+                    !matches!(
+                        b.get("type").and_then(serde_json::Value::as_str),
+                        Some("thinking" | "redacted_thinking")
+                    )
+                })
+            })
 }
