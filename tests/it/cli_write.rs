@@ -209,11 +209,20 @@ fn fork_copies_the_resume_view_into_a_new_session() {
     assert_eq!(ls[0]["customTitle"], "Files");
     for l in &ls[1..] {
         assert_eq!(l["sessionId"], fork.as_str());
-        assert_eq!(l["requestSessionId"], SID);
+        // As the client's `--fork-session`: the source id on assistant lines only (issue 31).
+        if l["type"] == "assistant" {
+            assert_eq!(l["requestSessionId"], SID);
+        } else {
+            assert!(l.get("requestSessionId").is_none(), "{l}");
+        }
         assert!(l.get("forkedFrom").is_none());
     }
+    // The title is stated again after the messages, as the client does after a turn.
+    assert_eq!(ls.last().unwrap()["customTitle"], "Files");
     // Parents are kept.
     let src = lines(&d.session_path(SID));
+    let ls: Vec<Value> = ls.into_iter().filter(|l| l.get("uuid").is_some()).collect();
+    let ls = [vec![Value::Null], ls].concat();
     assert_eq!(ls[1..].len(), 4);
     for (a, b) in ls[1..].iter().zip(&src) {
         assert_eq!(a["parentUuid"], b["parentUuid"]);

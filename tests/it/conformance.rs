@@ -563,3 +563,134 @@ fn the_client_shapes_are_among_the_replayed() {
     assert_eq!(json_files(&out.join("replay/client")).len(), sessions);
     assert_eq!(json_files(&out.join("replay/client-at")).len(), cuts);
 }
+
+/// The lines of a JSONL file.
+fn jsonl(p: &Path) -> Vec<Value> {
+    std::fs::read_to_string(p)
+        .unwrap()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+/// The `custom-title`/`agent-name` entries before the first message and after the last one.
+fn names_around(lines: &[Value]) -> (Vec<Value>, Vec<Value>) {
+    let is_name = |l: &&Value| matches!(l["type"].as_str(), Some("custom-title" | "agent-name"));
+    let strip = |l: &Value| json!([l["type"], l["customTitle"], l["agentName"]]);
+    let first = lines
+        .iter()
+        .position(|l| l.get("uuid").is_some())
+        .unwrap_or(0);
+    let last = lines
+        .iter()
+        .rposition(|l| l.get("uuid").is_some())
+        .unwrap_or(0);
+    (
+        lines[..first].iter().filter(is_name).map(strip).collect(),
+        lines[last..].iter().filter(is_name).map(strip).collect(),
+    )
+}
+
+/// Issue 31, class 7: `chainlog fork` writes a session the way the client's `--fork-session`
+/// does (the kit's `fork` scenario): each copied line with the same keys as the client's copy
+/// (`requestSessionId`, the source's id, on assistant lines only), the title and agent name
+/// stated before the messages and again after them.
+#[test]
+#[ignore = "compares with the real client's requests: run .ci/run (CHAINLOG_CONFORMANCE_OUT, then `cargo test -- --ignored conformance::`)"]
+fn forks_are_written_as_the_client_writes_them() {
+    let out = out_dir();
+    let dir = out.join("scenarios/fork");
+    let mut compared = 0;
+    for f in json_files(&dir.join("expected")) {
+        let exp = read_json(&f);
+        let args: Vec<&str> = exp["args"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        if !args.contains(&"--fork-session") || args.contains(&"--resume-session-at") {
+            continue;
+        }
+        let Some((_, client)) = exp["appended_other"]
+            .as_object()
+            .and_then(|o| o.iter().next())
+        else {
+            continue;
+        };
+        let client = client.as_array().unwrap();
+        // The snapshot copied, so the fork is written beside a scratch copy of the source.
+        let snap = dir.join("snapshots").join(f.file_stem().unwrap());
+        let tmp = tempfile::tempdir().unwrap();
+        let src_dir = std::fs::read_dir(snap.join("projects"))
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .find(|p| {
+                p.join(format!("{}.jsonl", exp["session_id"].as_str().unwrap()))
+                    .is_file()
+            })
+            .unwrap();
+        let project = tmp.path().join("projects/p");
+        std::fs::create_dir_all(&project).unwrap();
+        let sid = exp["session_id"].as_str().unwrap();
+        let src = project.join(format!("{sid}.jsonl"));
+        std::fs::copy(src_dir.join(format!("{sid}.jsonl")), &src).unwrap();
+        let o = util::chainlog(&[
+            "--claude-dir",
+            tmp.path().to_str().unwrap(),
+            "--index-dir",
+            tmp.path().join("index").to_str().unwrap(),
+            "fork",
+            src.to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let new = String::from_utf8(o.stdout).unwrap().trim().to_owned();
+        let ours = jsonl(&project.join(format!("{new}.jsonl")));
+        let by_uuid: std::collections::HashMap<&str, &Value> = ours
+            .iter()
+            .filter_map(|l| Some((l["uuid"].as_str()?, l)))
+            .collect();
+        let keys = |l: &Value| -> Vec<String> {
+            let mut k: Vec<String> = l.as_object().unwrap().keys().cloned().collect();
+            k.sort();
+            k
+        };
+        let mut same = 0;
+        for c in client {
+            let Some(mine) = c["uuid"].as_str().and_then(|u| by_uuid.get(u)) else {
+                continue;
+            };
+            assert_eq!(
+                keys(c),
+                keys(mine),
+                "{}: keys of {}",
+                f.display(),
+                c["uuid"]
+            );
+            assert_eq!(c.get("requestSessionId"), mine.get("requestSessionId"));
+            same += 1;
+        }
+        assert!(
+            same >= 5,
+            "{}: only {same} copied lines in common",
+            f.display()
+        );
+        let (c_before, c_after) = names_around(client);
+        let (o_before, o_after) = names_around(&ours);
+        assert_eq!(
+            c_before,
+            o_before,
+            "{}: names before the messages",
+            f.display()
+        );
+        assert_eq!(
+            c_after,
+            o_after,
+            "{}: names after the messages",
+            f.display()
+        );
+        compared += 1;
+    }
+    assert!(compared > 0, "no fork of the kit's scenarios compared");
+}

@@ -12,8 +12,8 @@
 //! | `parentUuid` | kept | re-chained: each message's parent is the previous copied one |
 //! | `sessionId` | new | new |
 //! | `promptId` | re-stamped (one new id per old one) | kept |
-//! | extra | `requestSessionId` = source id (last key; its place is our choice) | `forkedFrom{sessionId, messageUuid}` |
-//! | metadata | last `custom-title`, every `content-replacement` of the session | one combined `content-replacement`, `custom-title` `<name or first prompt> (Branch)` / `(Branch N)` |
+//! | extra | `requestSessionId` = source id on assistant lines (last key), `slug` dropped on the others, as the client | `forkedFrom{sessionId, messageUuid}` |
+//! | metadata | last `custom-title` and `agent-name`, every `content-replacement` of the session; title and name stated again at the end, as the client does after a turn | one combined `content-replacement`, `custom-title` `<name or first prompt> (Branch)` / `(Branch N)` |
 
 use std::collections::HashMap;
 use std::io::BufRead;
@@ -65,14 +65,40 @@ fn view(
         .collect())
 }
 
-/// `custom-title` (last) and `content-replacement` entries (main thread) of `session_id`.
-fn session_metadata(source: &Path, session_id: &str) -> Result<(Option<String>, Vec<Value>)> {
+/// What [`session_metadata`] finds.
+#[derive(Default)]
+struct Metadata {
+    /// The last `customTitle`.
+    title: Option<String>,
+    /// The last `agentName`.
+    agent_name: Option<String>,
+    /// Every `content-replacement` entry of the main thread.
+    replacements: Vec<Value>,
+}
+
+impl Metadata {
+    /// The title and agent-name entries, in the client's order (the writer adds `sessionId`).
+    fn names(&self) -> Vec<Value> {
+        let mut out = Vec::new();
+        if let Some(t) = &self.title {
+            out.push(json!({"type": "custom-title", "customTitle": t}));
+        }
+        if let Some(n) = &self.agent_name {
+            out.push(json!({"type": "agent-name", "agentName": n}));
+        }
+        out
+    }
+}
+
+/// `custom-title`, `agent-name` (last of each) and `content-replacement` entries (main thread)
+/// of `session_id`.
+fn session_metadata(source: &Path, session_id: &str) -> Result<Metadata> {
     let f = std::fs::File::open(source).map_err(|e| Error::io(source, e))?;
-    let mut title = None;
-    let mut replacements = Vec::new();
+    let mut meta = Metadata::default();
     for line in std::io::BufReader::new(f).split(b'\n') {
         let line = line.map_err(|e| Error::io(source, e))?;
         let wanted = line.starts_with(br#"{"type":"custom-title""#)
+            || line.starts_with(br#"{"type":"agent-name""#)
             || line.starts_with(br#"{"type":"content-replacement""#);
         if !wanted {
             continue;
@@ -83,18 +109,15 @@ fn session_metadata(source: &Path, session_id: &str) -> Result<(Option<String>, 
         if v.get("sessionId").and_then(Value::as_str) != Some(session_id) {
             continue;
         }
+        let text = |k: &str| v.get(k).and_then(Value::as_str).map(str::to_owned);
         match v.get("type").and_then(Value::as_str) {
-            Some("custom-title") => {
-                title = v
-                    .get("customTitle")
-                    .and_then(Value::as_str)
-                    .map(str::to_owned);
-            }
-            _ if v.get("agentId").is_none() => replacements.push(v),
+            Some("custom-title") => meta.title = text("customTitle"),
+            Some("agent-name") => meta.agent_name = text("agentName"),
+            _ if v.get("agentId").is_none() => meta.replacements.push(v),
             _ => {}
         }
     }
-    Ok((title, replacements))
+    Ok(meta)
 }
 
 fn source_session_id(source: &Path) -> Result<String> {
@@ -151,13 +174,10 @@ fn fork_to(
 ) -> Result<String> {
     let src_sid = source_session_id(source)?;
     let entries = view(store, source, at)?;
-    let (title, replacements) = session_metadata(source, &src_sid)?;
+    let meta = session_metadata(source, &src_sid)?;
     let mut w = new_writer(store, dest, &cwd_of(&entries), sid)?;
-    let mut batch: Vec<Value> = Vec::new();
-    if let Some(t) = title {
-        batch.push(json!({"type": "custom-title", "customTitle": t}));
-    }
-    for mut r in replacements {
+    let mut batch: Vec<Value> = meta.names();
+    for mut r in meta.replacements.clone() {
         r["sessionId"] = w.session_id().into();
         batch.push(r);
     }
@@ -170,11 +190,19 @@ fn fork_to(
                 .clone();
             e.insert("promptId".into(), new.into());
         }
-        e.insert("requestSessionId".into(), src_sid.clone().into());
+        // As the client's copies: the source's id on assistant lines, no `slug` on the others
+        // (the kit's `fork` scenario, after a compaction; issue 31).
+        if e.get("type").and_then(Value::as_str) == Some("assistant") {
+            e.insert("requestSessionId".into(), src_sid.clone().into());
+        } else {
+            e.remove("slug");
+        }
         batch.push(Value::Object(e));
     }
+    // The title and agent name stated again after the messages, as the client does after
+    // the turn it appends.
     w.append_all(batch)?;
-    w.flush()?;
+    w.flush_stating_again()?;
     Ok(w.session_id().to_owned())
 }
 
@@ -183,7 +211,7 @@ fn fork_to(
 pub(crate) fn branch(store: &Sidecars, source: &Path, name: Option<&str>) -> Result<String> {
     let src_sid = source_session_id(source)?;
     let entries = view(store, source, None)?;
-    let (_, replacements) = session_metadata(source, &src_sid)?;
+    let replacements = session_metadata(source, &src_sid)?.replacements;
     let mut w = new_writer(
         store,
         source.parent().unwrap_or(Path::new(".")),

@@ -360,9 +360,11 @@ impl SessionWriter {
                 // The title and tag went out with this write.
                 self.carried.written();
             }
-            if self.carried.due(&self.main.path)? {
+            let due = self.carried.due(&self.main.path)?;
+            if due {
                 self.restate(&mut report)?;
             }
+            self.carried.just_stated = due;
         }
         Ok(report)
     }
@@ -402,6 +404,17 @@ impl SessionWriter {
         let more = self.flush()?;
         report.bytes += more.bytes;
         Ok(())
+    }
+
+    /// Flushes, then states the title, agent name and tag again at the end of the main file
+    /// unless that flush just did: a new session made from another ends as the client's
+    /// `--fork-session` file does after its turn (issue 31).
+    pub(crate) fn flush_stating_again(&mut self) -> Result<FlushReport> {
+        let mut report = self.flush()?;
+        if !self.carried.just_stated {
+            self.restate(&mut report)?;
+        }
+        Ok(report)
     }
 
     /// Removes the message `uuid` from the main transcript (a discarded attempt), atomically

@@ -20,15 +20,19 @@ use crate::error::{Error, Result};
 /// The bytes at the end of a transcript that Claude Code's picker reads for its title and tag.
 pub const CLIENT_TAIL_WINDOW: u64 = 64 * 1024;
 
-/// The title and tag a session carries, and where their last statements end.
+/// The title, agent name and tag a session carries, and where their last statements end.
 #[derive(Debug, Default)]
 pub struct Carried {
     pub title: Option<String>,
+    /// The `agentName` (Claude Code states it again beside the title).
+    pub agent_name: Option<String>,
     pub tag: Option<String>,
     /// A title or tag entry is queued (it goes out with the next main-file write).
     pub queued: bool,
     /// The end offset of the earlier of the last title and tag statements, once known.
     stated_end: Option<u64>,
+    /// The last flush ended with them.
+    pub just_stated: bool,
 }
 
 impl Carried {
@@ -37,6 +41,9 @@ impl Carried {
         let mut out = Vec::new();
         if let Some(t) = &self.title {
             out.push(serde_json::json!({"type": "custom-title", "customTitle": t}));
+        }
+        if let Some(n) = &self.agent_name {
+            out.push(serde_json::json!({"type": "agent-name", "agentName": n}));
         }
         if let Some(t) = &self.tag {
             out.push(serde_json::json!({"type": "tag", "tag": t}));
@@ -49,6 +56,7 @@ impl Carried {
         let text = |k: &str| o.get(k).and_then(Value::as_str).map(str::to_owned);
         match ty {
             "custom-title" => self.title = text("customTitle").filter(|t| !t.is_empty()),
+            "agent-name" => self.agent_name = text("agentName").filter(|t| !t.is_empty()),
             "tag" => self.tag = text("tag").filter(|t| !t.is_empty()),
             _ => return,
         }
@@ -63,7 +71,8 @@ impl Carried {
 
     /// Whether the title and tag must be stated again at the end of the transcript at `path`.
     pub fn due(&mut self, path: &Path) -> Result<bool> {
-        if self.queued || (self.title.is_none() && self.tag.is_none()) {
+        if self.queued || (self.title.is_none() && self.agent_name.is_none() && self.tag.is_none())
+        {
             return Ok(false);
         }
         let file = match File::open(path) {
@@ -102,7 +111,7 @@ fn last_statements_end(file: &File, path: &Path, len: u64, c: &Carried) -> Resul
     let mut bytes = vec![0u8; (len - from) as usize];
     file.read_exact_at(&mut bytes, from)
         .map_err(|e| Error::io(path, e))?;
-    let (mut title, mut tag) = (None, None);
+    let (mut title, mut name, mut tag) = (None, None, None);
     let mut at = from;
     for line in bytes.split_inclusive(|&b| b == b'\n') {
         at += line.len() as u64;
@@ -110,8 +119,9 @@ fn last_statements_end(file: &File, path: &Path, len: u64, c: &Carried) -> Resul
             break;
         }
         let is_title = memchr::memmem::find(line, b"\"custom-title\"").is_some();
+        let is_name = memchr::memmem::find(line, b"\"agent-name\"").is_some();
         let is_tag = memchr::memmem::find(line, b"\"tag\"").is_some();
-        if !is_title && !is_tag {
+        if !is_title && !is_name && !is_tag {
             continue;
         }
         let Some(v) = crate::resume::body::parse_value(line.trim_ascii_end()) else {
@@ -126,6 +136,13 @@ fn last_statements_end(file: &File, path: &Path, len: u64, c: &Carried) -> Resul
                     at,
                 ));
             }
+            Some("agent-name") => {
+                let n = v
+                    .get("agentName")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned);
+                name = Some((n, at));
+            }
             Some("tag") => {
                 tag = Some((v.get("tag").and_then(Value::as_str).map(str::to_owned), at));
             }
@@ -138,8 +155,14 @@ fn last_statements_end(file: &File, path: &Path, len: u64, c: &Carried) -> Resul
             .filter(|(g, _)| g.as_deref() == Some(w.as_str()))
             .map(|(_, e)| e),
     };
-    Ok(match (stated(&c.title, title), stated(&c.tag, tag)) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        _ => None,
-    })
+    Ok(
+        match (
+            stated(&c.title, title),
+            stated(&c.agent_name, name),
+            stated(&c.tag, tag),
+        ) {
+            (Some(a), Some(b), Some(c)) => Some(a.min(b).min(c)),
+            _ => None,
+        },
+    )
 }
