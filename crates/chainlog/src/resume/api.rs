@@ -537,8 +537,10 @@ fn join(units: Vec<Unit>) -> Vec<Value> {
                     .iter()
                     .rposition(|b| block_type(b) == "tool_result")
             {
-                let loaded = std::iter::repeat_n(text_block(TOOL_LOADED), u.tool_loaded);
-                u.blocks.splice(at + 1..at + 1, loaded);
+                let rest = u.blocks.split_off(at + 1);
+                u.blocks
+                    .extend(std::iter::repeat_n(text_block(TOOL_LOADED), u.tool_loaded));
+                u.blocks.extend(rest);
             }
             out.push(message("user", u.blocks, u.plain));
         }

@@ -50,7 +50,7 @@ fn chained_below(bytes: &[u8], leaf_uuid: &str) -> Vec<Value> {
             Some("system" | "attachment")
         ) && v.get("parentUuid").and_then(Value::as_str) == Some(last.as_str());
         if let (true, Some(id)) = (below, v.get("uuid").and_then(Value::as_str)) {
-            last = id.to_owned();
+            id.clone_into(&mut last);
             out.push(v);
         }
     }
