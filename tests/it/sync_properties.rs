@@ -151,11 +151,23 @@ fn run(ops: &[Op]) {
                 continue;
             }
             // A session sync wrote: the other side of a session two machines continued.
+            // Its source: the continued session that holds its first message (a fork keeps
+            // uuids; `requestSessionId` is only on assistant lines, as the client writes it).
             let text = std::fs::read_to_string(&p).unwrap();
-            let source = text
+            let first = text
                 .lines()
                 .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-                .find_map(|v| v["requestSessionId"].as_str().map(str::to_owned))
+                .find_map(|v| v["uuid"].as_str().map(str::to_owned))
+                .unwrap_or_default();
+            let source = sessions(m)
+                .into_iter()
+                .filter(|q| appenders.contains_key(&stem(q)))
+                .find(|q| {
+                    std::fs::read_to_string(q)
+                        .unwrap()
+                        .contains(&format!("\"uuid\":\"{first}\""))
+                })
+                .map(|q| stem(&q))
                 .unwrap_or_default();
             assert!(
                 appenders.get(&source).is_some_and(|a| a.len() >= 2),

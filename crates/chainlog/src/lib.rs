@@ -146,7 +146,8 @@ pub mod view {
     pub use crate::resume::interrupt::detect as detect_interrupt;
     pub use crate::resume::text::render as render_text;
     pub use crate::resume::{
-        ApiOptions, ForkContext, INTERRUPTED_TOOL_CALL, Lines, NO_RESPONSE_REQUESTED,
-        TOOL_RESULT_MISSING, ViewEntry, api_messages, api_messages_of, fork_context, read_view,
+        ApiOptions, ForkContext, INTERRUPTED_TOOL_CALL, Lines, NO_CONTENT, NO_RESPONSE_REQUESTED,
+        TOOL_LOADED, TOOL_REFERENCES_REMOVED, TOOL_RESULT_MISSING, ViewEntry, api_messages,
+        api_messages_of, fork_context, read_view,
     };
 }

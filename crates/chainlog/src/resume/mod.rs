@@ -11,8 +11,8 @@ pub mod text;
 pub mod trailing;
 
 pub use api::{
-    ApiOptions, INTERRUPTED_TOOL_CALL, NO_RESPONSE_REQUESTED, TOOL_RESULT_MISSING, api_messages,
-    api_messages_of,
+    ApiOptions, INTERRUPTED_TOOL_CALL, NO_CONTENT, NO_RESPONSE_REQUESTED, TOOL_LOADED,
+    TOOL_REFERENCES_REMOVED, TOOL_RESULT_MISSING, api_messages, api_messages_of,
 };
 pub use body::{Lines, ViewEntry, read_view};
 pub use fork::{ForkContext, fork_context};
