@@ -591,6 +591,29 @@ fn names_around(lines: &[Value]) -> (Vec<Value>, Vec<Value>) {
     )
 }
 
+/// Each title and agent-name statement once.
+fn distinct(mut v: Vec<Value>) -> Vec<Value> {
+    v.sort_by_key(ToString::to_string);
+    v.dedup();
+    v
+}
+
+/// The client's names after its last copied line (`copied`: a uuid of the copy), once each:
+/// its file goes on with its new turn, and it may restate them before or after the reply.
+fn names_after_copies(client: &[Value], copied: impl Fn(&str) -> bool) -> Vec<Value> {
+    let end = client
+        .iter()
+        .rposition(|l| l["uuid"].as_str().is_some_and(&copied))
+        .unwrap_or(0);
+    distinct(
+        client[end..]
+            .iter()
+            .filter(|l| matches!(l["type"].as_str(), Some("custom-title" | "agent-name")))
+            .map(|l| json!([l["type"], l["customTitle"], l["agentName"]]))
+            .collect(),
+    )
+}
+
 /// Issue 31, class 7: `chainlog fork` writes a session the way the client's `--fork-session`
 /// does (the kit's `fork` scenario): each copied line with the same keys as the client's copy
 /// (`requestSessionId`, the source's id, on assistant lines only), the title and agent name
@@ -676,27 +699,10 @@ fn forks_are_written_as_the_client_writes_them() {
             "{}: only {same} copied lines in common",
             f.display()
         );
-        // The client's file goes on with its new turn, after which it may or may not have
-        // written its names yet: its names after the copied lines are compared, as a set.
-        let copied_end = client
-            .iter()
-            .rposition(|l| l["uuid"].as_str().is_some_and(|u| by_uuid.contains_key(u)))
-            .unwrap_or(0);
         let (c_before, _) = names_around(client);
-        let c_after: Vec<Value> = client[copied_end..]
-            .iter()
-            .filter(|l| matches!(l["type"].as_str(), Some("custom-title" | "agent-name")))
-            .map(|l| json!([l["type"], l["customTitle"], l["agentName"]]))
-            .collect();
-        let dedup = |mut v: Vec<Value>| {
-            v.dedup();
-            v.sort_by_key(ToString::to_string);
-            v.dedup();
-            v
-        };
-        let c_after = dedup(c_after);
+        let c_after = names_after_copies(client, |u| by_uuid.contains_key(u));
         let (o_before, o_after) = names_around(&ours);
-        let o_after = dedup(o_after);
+        let o_after = distinct(o_after);
         assert_eq!(
             c_before,
             o_before,
