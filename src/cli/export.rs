@@ -26,7 +26,7 @@ pub enum FormatArg {
     Markdown,
     /// One self-contained HTML file.
     Html,
-    /// The view's JSONL lines.
+    /// The JSONL lines of the conversation (with --resume-view: as `resume --format jsonl`).
     Jsonl,
 }
 
@@ -37,8 +37,13 @@ pub struct ExportArgs {
     /// The format.
     #[arg(long, value_enum, default_value_t = FormatArg::Markdown)]
     pub format: FormatArg,
-    /// The whole conversation across compactions instead of the resume view.
+    /// Only the resume view: what the model gets on resume (from the last compaction on),
+    /// instead of the whole conversation.
     #[arg(long)]
+    pub resume_view: bool,
+    /// The whole conversation across compactions: the default (kept for scripts written
+    /// when the resume view was).
+    #[arg(long, hide = true, conflicts_with = "resume_view")]
     pub full: bool,
     /// Also every other branch, from where it leaves the conversation.
     #[arg(long)]
@@ -65,7 +70,7 @@ pub fn run(cli: &Cli, a: &ExportArgs, out: &mut impl Write) -> CliResult {
             FormatArg::Jsonl => ExportFormat::Jsonl,
         },
         // An inline agent: its messages may be before a compaction (full view).
-        full: a.full || target.leaf().is_some(),
+        full: !a.resume_view || target.leaf().is_some(),
         all_branches: a.all_branches,
         leaf: target.leaf().map(chainlog::Id::from_text),
     };

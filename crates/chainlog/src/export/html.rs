@@ -1,10 +1,20 @@
-//! A [`Document`] as one self-contained HTML file: inline CSS, no script, no network. Tool
-//! calls and results are collapsible `<details>`; compaction boundaries and branch points are
-//! visible; sub-agent transcripts are sections linked from the top.
+//! A [`Document`] as one self-contained HTML file: inline CSS, no script, no network. Message
+//! text is rendered as the Markdown it is written in; tool calls and results are collapsible
+//! `<details>` named by what the call did (the command, the file, the pattern); compaction
+//! boundaries and branch points are visible; sub-agent transcripts are sections linked from
+//! the top.
+//!
+//! # Transcript text is text
+//! Markdown is rendered by pulldown-cmark, but nothing in a transcript becomes markup of its
+//! own: raw HTML in a message is shown as text, a link whose address is not `http(s):`,
+//! `mailto:` or a relative one is shown as its text only, and an image becomes a link to its
+//! address (the page loads nothing).
 
 use std::fmt::Write as _;
 
-use super::Document;
+use pulldown_cmark::{CowStr, Event, Options, Parser, Tag, TagEnd};
+
+use super::{Calls, Document};
 use crate::resume::message::{Block, Message, Role};
 
 const STYLE: &str = r"
@@ -19,6 +29,14 @@ article .who{font-weight:600}
 article .when{color:#888;font-size:.85em;margin-left:.5rem}
 article .tag{background:#eee;border-radius:3px;padding:0 .3rem;font-size:.8em;margin-left:.3rem}
 .text{white-space:pre-wrap;overflow-wrap:anywhere}
+.md{overflow-wrap:anywhere}
+.md>:first-child{margin-top:0}
+.md>:last-child{margin-bottom:0}
+.md table{border-collapse:collapse}
+.md th,.md td{border:1px solid #ccc;padding:.2rem .5rem}
+.md blockquote{border-left:3px solid #ddd;margin-left:0;padding-left:.75rem;color:#555}
+code,pre,kbd{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:.9em}
+:not(pre)>code{background:#f0f0f0;border-radius:3px;padding:0 .25rem}
 .thinking{color:#666;font-style:italic}
 details{margin:.4rem 0}
 summary{cursor:pointer;color:#444}
@@ -66,6 +84,8 @@ pub fn render(doc: &Document) -> String {
     }
     out.push_str("</header>\n<main id=\"conversation\">\n");
     let points = doc.branch_points();
+    let calls = super::calls_by_id(doc);
+    let message = |out: &mut String, m: &Message| message(out, m, &calls);
     for m in &doc.messages {
         message(&mut out, m);
         if let Some(n) = points.get(m.uuid.as_str()) {
@@ -116,12 +136,13 @@ pub fn render(doc: &Document) -> String {
     out
 }
 
-fn message(out: &mut String, m: &Message) {
+fn message(out: &mut String, m: &Message, calls: &Calls) {
     if m.is_compact_boundary() {
         let _ = writeln!(
             out,
-            "<div class=\"boundary\" id=\"m-{}\">Conversation compacted: the messages above were summarised for the model.</div>",
-            escape(&m.uuid)
+            "<div class=\"boundary\" id=\"m-{}\">{}</div>",
+            escape(&m.uuid),
+            super::COMPACTED
         );
         return;
     }
@@ -149,29 +170,38 @@ fn message(out: &mut String, m: &Message) {
         escape(m.timestamp.as_deref().unwrap_or(""))
     );
     for b in &m.blocks {
-        block(out, b);
+        block(out, b, calls);
     }
     out.push_str("</article>\n");
 }
 
-fn block(out: &mut String, b: &Block) {
+/// `<b>tool</b> <code>subject</code>`: a tool call as its heading names it.
+fn call_label(name: &str, subject: Option<&str>) -> String {
+    match subject {
+        Some(s) => format!("<b>{}</b> <code>{}</code>", escape(name), escape(s)),
+        None => format!("<b>{}</b>", escape(name)),
+    }
+}
+
+fn block(out: &mut String, b: &Block, calls: &Calls) {
     match b {
         Block::Text(t) => {
-            let _ = writeln!(out, "<div class=\"text\">{}</div>", escape(t.trim_end()));
+            let _ = writeln!(out, "<div class=\"md\">{}</div>", markdown(t.trim_end()));
         }
         Block::Thinking(t) => {
             let _ = writeln!(
                 out,
-                "<details class=\"thinking\"><summary>Thinking</summary><div class=\"text\">{}</div></details>",
-                escape(t)
+                "<details class=\"thinking\"><summary>Thinking</summary><div class=\"md\">{}</div></details>",
+                markdown(t)
             );
         }
         Block::ToolUse { id, name, input } => {
             let pretty = serde_json::to_string_pretty(input).unwrap_or_default();
+            let subject = super::tool_subject(input);
             let _ = writeln!(
                 out,
-                "<details class=\"tool-use\" data-tool-use-id=\"{id}\"><summary>Tool call: <b>{}</b> <code>{id}</code></summary><pre>{}</pre></details>",
-                escape(name),
+                "<details class=\"tool-use\" data-tool-use-id=\"{id}\"><summary>Tool call: {}</summary><pre><code>{}</code></pre></details>",
+                call_label(name, subject.as_deref()),
                 escape(&pretty),
                 id = escape(id)
             );
@@ -181,9 +211,14 @@ fn block(out: &mut String, b: &Block) {
             text,
             is_error,
         } => {
+            let of = calls
+                .get(tool_use_id.as_str())
+                .map_or_else(String::new, |(name, subject)| {
+                    format!(" of {}", call_label(name, subject.as_deref()))
+                });
             let _ = writeln!(
                 out,
-                "<details class=\"tool-result{}\" data-tool-use-id=\"{id}\"><summary>Tool result{} <code>{id}</code></summary><pre>{}</pre></details>",
+                "<details class=\"tool-result{}\" data-tool-use-id=\"{id}\"><summary>Tool result{of}{}</summary><pre><code>{}</code></pre></details>",
                 if *is_error { " error" } else { "" },
                 if *is_error { " (error)" } else { "" },
                 escape(text),
@@ -204,6 +239,75 @@ fn block(out: &mut String, b: &Block) {
             let _ = writeln!(out, "<p class=\"other\">[{} block]</p>", escape(kind));
         }
     }
+}
+
+/// Message text rendered as Markdown (see the module documentation): raw HTML as text, only
+/// safe link addresses, images as links, and a line break where the writer broke the line.
+fn markdown(text: &str) -> String {
+    let opts = Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH | Options::ENABLE_TASKLISTS;
+    // Whether each open link was kept (its end is dropped with it).
+    let mut links: Vec<bool> = Vec::new();
+    let events = Parser::new_ext(text, opts).filter_map(|e| match e {
+        Event::Html(h) | Event::InlineHtml(h) => Some(Event::Text(h)),
+        Event::SoftBreak => Some(Event::HardBreak),
+        Event::Start(
+            Tag::Link {
+                link_type,
+                dest_url,
+                title,
+                id,
+            }
+            | Tag::Image {
+                link_type,
+                dest_url,
+                title,
+                id,
+            },
+        ) => {
+            let keep = safe_address(&dest_url);
+            links.push(keep);
+            keep.then_some(Event::Start(Tag::Link {
+                link_type,
+                dest_url,
+                title,
+                id,
+            }))
+        }
+        Event::End(TagEnd::Link | TagEnd::Image) => links
+            .pop()
+            .unwrap_or(false)
+            .then_some(Event::End(TagEnd::Link)),
+        Event::Text(t) => Some(Event::Text(CowStr::from(without_controls(&t)))),
+        e => Some(e),
+    });
+    let mut html = String::with_capacity(text.len() + text.len() / 4);
+    pulldown_cmark::html::push_html(&mut html, events);
+    html
+}
+
+/// Whether a link may point at `url`: the web, mail, or a relative address (no scheme).
+/// Whitespace and control characters are left out first, as browsers leave them out of a
+/// scheme (`java\tscript:` is `javascript:` to them).
+fn safe_address(url: &str) -> bool {
+    let lower: String = url
+        .chars()
+        .filter(|c| !c.is_whitespace() && !c.is_control())
+        .collect::<String>()
+        .to_ascii_lowercase();
+    let scheme_end = lower.find(|c: char| !(c.is_ascii_alphanumeric() || "+-.".contains(c)));
+    match scheme_end {
+        Some(i) if lower[i..].starts_with(':') && i > 0 => {
+            matches!(&lower[..i], "http" | "https" | "mailto")
+        }
+        _ => true,
+    }
+}
+
+/// `t` without the control characters HTML text may not hold (newline and tab stay).
+fn without_controls(t: &str) -> String {
+    t.chars()
+        .filter(|&c| !c.is_control() || c == '\n' || c == '\t')
+        .collect()
 }
 
 /// Escapes text for HTML element content and quoted attribute values; control characters

@@ -21,7 +21,7 @@
 
 use std::fmt::Write as _;
 
-use super::Document;
+use super::{Calls, Document};
 use crate::resume::message::{Block, Message, Role};
 
 /// Renders `doc`.
@@ -37,6 +37,8 @@ pub fn render(doc: &Document) -> String {
         count(doc.agents.len(), "sub-agent", "sub-agents"),
     );
     let points = doc.branch_points();
+    let calls = super::calls_by_id(doc);
+    let message = |out: &mut String, m: &Message| message(out, m, &calls);
     for m in &doc.messages {
         message(&mut out, m);
         if let Some(n) = points.get(m.uuid.as_str()) {
@@ -88,9 +90,9 @@ fn count(n: usize, one: &str, many: &str) -> String {
     }
 }
 
-fn message(out: &mut String, m: &Message) {
+fn message(out: &mut String, m: &Message, calls: &Calls) {
     if m.is_compact_boundary() {
-        out.push_str("---\n\n*Conversation compacted: the messages above were summarised for the model.*\n\n---\n\n");
+        let _ = write!(out, "---\n\n*{}*\n\n---\n\n", super::COMPACTED);
         return;
     }
     let who = match (m.role, m.subtype.as_deref()) {
@@ -113,11 +115,19 @@ fn message(out: &mut String, m: &Message) {
         html_text(&m.uuid)
     );
     for b in &m.blocks {
-        block(out, b);
+        block(out, b, calls);
     }
 }
 
-fn block(out: &mut String, b: &Block) {
+/// `tool <code>subject</code>`: a tool call as a `<summary>` names it.
+fn call_label(name: &str, subject: Option<&str>) -> String {
+    match subject {
+        Some(s) => format!("{} <code>{}</code>", html_text(name), html_text(s)),
+        None => html_text(name),
+    }
+}
+
+fn block(out: &mut String, b: &Block, calls: &Calls) {
     match b {
         Block::Text(t) => {
             let _ = writeln!(out, "{}\n", prose(t.trim_end()));
@@ -126,13 +136,13 @@ fn block(out: &mut String, b: &Block) {
             out.push_str("<details><summary>Thinking</summary>\n\n");
             let _ = writeln!(out, "{}\n\n</details>\n", quote(&prose(t)));
         }
-        Block::ToolUse { id, name, input } => {
+        Block::ToolUse { name, input, .. } => {
             let pretty = serde_json::to_string_pretty(input).unwrap_or_default();
+            let subject = super::tool_subject(input);
             let _ = writeln!(
                 out,
-                "<details><summary>Tool call: {} <code>{}</code></summary>\n\n{}\n</details>\n",
-                html_text(name),
-                html_text(id),
+                "<details><summary>Tool call: {}</summary>\n\n{}\n</details>\n",
+                call_label(name, subject.as_deref()),
                 fenced("json", &pretty)
             );
         }
@@ -141,11 +151,15 @@ fn block(out: &mut String, b: &Block) {
             text,
             is_error,
         } => {
+            let of = calls
+                .get(tool_use_id.as_str())
+                .map_or_else(String::new, |(name, subject)| {
+                    format!(" of {}", call_label(name, subject.as_deref()))
+                });
             let _ = writeln!(
                 out,
-                "<details><summary>Tool result{} <code>{}</code></summary>\n\n{}\n</details>\n",
+                "<details><summary>Tool result{of}{}</summary>\n\n{}\n</details>\n",
                 if *is_error { " (error)" } else { "" },
-                html_text(tool_use_id),
                 fenced("", text)
             );
         }

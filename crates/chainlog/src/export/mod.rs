@@ -97,6 +97,60 @@ impl Document {
     }
 }
 
+/// What a tool call acted on, as a person names it: the command a shell ran, the file read
+/// or edited, the pattern searched, the address fetched, the task handed to an agent. The
+/// first of the input's string fields that say so, on one line, cut after 160 characters;
+/// `None` for a call without one (the renderers then show only the tool's name).
+pub fn tool_subject(input: &serde_json::Value) -> Option<String> {
+    const NAMING: [&str; 11] = [
+        "command",
+        "file_path",
+        "notebook_path",
+        "pattern",
+        "url",
+        "query",
+        "description",
+        "path",
+        "skill",
+        "subject",
+        "prompt",
+    ];
+    const MAX: usize = 160;
+    let text = NAMING
+        .iter()
+        .find_map(|k| input.get(k)?.as_str().filter(|s| !s.trim().is_empty()))?;
+    let line = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    Some(match line.char_indices().nth(MAX) {
+        Some((cut, _)) => format!("{}…", &line[..cut]),
+        None => line,
+    })
+}
+
+/// What a compaction boundary says in a document. The messages before it are in the
+/// document unless it holds only the resume view.
+pub(crate) const COMPACTED: &str =
+    "Conversation compacted: the messages before this point were summarised for the model.";
+
+/// What each tool call of a document was, by call id: its tool and [`tool_subject`].
+pub(crate) type Calls<'a> = HashMap<&'a str, (&'a str, Option<String>)>;
+
+/// The calls of `doc` by id: what a tool result answers, named in its heading.
+pub(crate) fn calls_by_id(doc: &Document) -> Calls<'_> {
+    let all = doc
+        .messages
+        .iter()
+        .chain(doc.branches.iter().flat_map(|b| &b.messages))
+        .chain(doc.agents.iter().flat_map(|a| &a.messages));
+    all.flat_map(|m| &m.blocks)
+        .filter_map(|b| match b {
+            crate::resume::message::Block::ToolUse { id, name, input } => {
+                Some((id.as_str(), (name.as_str(), tool_subject(input))))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
 /// Gathers the document of the transcript at `path`.
 pub(crate) fn build(store: &Sidecars, path: &Path, opts: &ExportOptions) -> Result<Document> {
     let view = if opts.full { View::Full } else { View::Resume };
