@@ -98,6 +98,8 @@ fn print_table(out: &mut impl Write, a: &LsArgs, sessions: &[SessionFacts]) -> s
         SortArg::Modified => ("modified", false),
         SortArg::Created => ("created", true),
     };
+    // At 80 columns the title keeps its room: branch, tag and project shrink first, then
+    // agents, tag and branch go, in that order.
     let columns = [
         Column {
             flexible: true,
@@ -112,14 +114,28 @@ fn print_table(out: &mut impl Write, a: &LsArgs, sessions: &[SessionFacts]) -> s
             ..Column::text(when_name)
         },
         Column::number("msgs"),
-        Column::number("agents"),
-        Column::text("branch"),
-        Column::text("tag"),
+        Column {
+            drop: 1,
+            ..Column::number("agents")
+        },
+        Column {
+            min: 8,
+            drop: 3,
+            ..Column::text("branch")
+        },
+        Column {
+            min: 6,
+            drop: 2,
+            ..Column::text("tag")
+        },
         Column {
             dim: true,
+            min: 12,
+            cut_start: true,
             ..Column::text("project")
         },
     ];
+    let home = std::env::var("HOME").ok().filter(|h| h.len() > 1);
     let rows: Vec<Vec<String>> = sessions
         .iter()
         .map(|f| {
@@ -135,10 +151,10 @@ fn print_table(out: &mut impl Write, a: &LsArgs, sessions: &[SessionFacts]) -> s
                 } else {
                     f.agents.to_string()
                 },
-                table::cut(f.git_branch.as_deref().unwrap_or_default(), 20),
-                table::cut(f.tag.as_deref().unwrap_or_default(), 12),
+                f.git_branch.clone().unwrap_or_default(),
+                f.tag.clone().unwrap_or_default(),
                 if a.scope.all {
-                    table::cut(&f.project_key, 24)
+                    project_shown(f, home.as_deref())
                 } else {
                     String::new()
                 },
@@ -146,6 +162,21 @@ fn print_table(out: &mut impl Write, a: &LsArgs, sessions: &[SessionFacts]) -> s
         })
         .collect();
     table::print(out, Style::stdout(), &columns, &rows)
+}
+
+/// The project as a person names it: the session's working directory (`~` for the home
+/// folder), else the project key when no message recorded one.
+fn project_shown(f: &SessionFacts, home: Option<&str>) -> String {
+    let path = match (f.cwd.as_deref(), home) {
+        (Some(cwd), Some(h)) if cwd == h => "~".to_owned(),
+        (Some(cwd), Some(h)) => cwd
+            .strip_prefix(h)
+            .filter(|rest| rest.starts_with('/'))
+            .map_or_else(|| cwd.to_owned(), |rest| format!("~{rest}")),
+        (Some(cwd), None) => cwd.to_owned(),
+        (None, _) => f.project_key.clone(),
+    };
+    path
 }
 
 /// An RFC 3339 time as "5m ago" (or its date when older than 30 days).

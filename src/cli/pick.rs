@@ -679,7 +679,7 @@ impl Picker {
             ])),
             top,
         );
-        let cursor = u16::try_from(2 + self.filter.chars().count()).unwrap_or(u16::MAX);
+        let cursor = u16::try_from(2 + super::table::width(&self.filter)).unwrap_or(u16::MAX);
         f.set_cursor_position(Position::new(top.x.saturating_add(cursor), top.y));
 
         let rows: Vec<Row> = self

@@ -1,11 +1,19 @@
 //! Human tables for a terminal: fit the width, drop empty columns, colour only on a TTY.
 //!
 //! One row per record, never wrapped: the flexible column (a title) takes what the fixed
-//! columns leave of the width and is cut with `…`. Columns whose every cell is empty are not
-//! printed. Colour follows <https://no-color.org>: off when `NO_COLOR` is set or the output is
-//! not a terminal.
+//! columns leave of the width and is cut with `…`. When the width is short, columns that may
+//! shrink do (down to their minimum), then the least needed ones are left out, so the title
+//! keeps [`TITLE_ROOM`] columns. Widths are display columns (a CJK character takes two).
+//! Columns whose every cell is empty are not printed. Output that is not a terminal is not
+//! fitted at all (unless `$COLUMNS` says a width): a pipe gets every cell whole. Colour
+//! follows <https://no-color.org>: off when `NO_COLOR` is set or the output is not a terminal.
 
 use std::io::{IsTerminal, Write};
+
+use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
+
+/// The room a flexible column keeps before other columns shrink or go.
+pub const TITLE_ROOM: usize = 24;
 
 /// How a column lines up and how it is shown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,6 +34,12 @@ pub struct Column {
     pub flexible: bool,
     /// Printed dimmed on a colour terminal.
     pub dim: bool,
+    /// The narrowest this column is squeezed to when the width is short (0: never squeezed).
+    pub min: usize,
+    /// Left out when the width is short, the lowest first (0: always shown).
+    pub drop: u8,
+    /// Cut at the start rather than the end (paths: their end says most).
+    pub cut_start: bool,
 }
 
 impl Column {
@@ -36,6 +50,9 @@ impl Column {
             align: Align::Left,
             flexible: false,
             dim: false,
+            min: 0,
+            drop: 0,
+            cut_start: false,
         }
     }
 
@@ -51,25 +68,24 @@ impl Column {
 /// Output settings of a table.
 #[derive(Debug, Clone, Copy)]
 pub struct Style {
-    /// Total width in columns.
-    pub width: usize,
+    /// Total width in display columns (`None`: not fitted, every cell whole).
+    pub width: Option<usize>,
     /// Whether to colour.
     pub colour: bool,
 }
 
 impl Style {
-    /// For standard output: the terminal's width (or `$COLUMNS`, else 120 when piped) and
-    /// colour on a terminal unless `NO_COLOR` is set.
+    /// For standard output: `$COLUMNS`, else the terminal's width (80 when it says none),
+    /// else (a pipe, a file) no fitting; colour on a terminal unless `NO_COLOR` is set.
     pub fn stdout() -> Style {
         let tty = std::io::stdout().is_terminal();
+        let terminal =
+            || terminal_size::terminal_size().map(|(terminal_size::Width(w), _)| usize::from(w));
         let width = std::env::var("COLUMNS")
             .ok()
             .and_then(|c| c.parse().ok())
-            .or_else(|| {
-                terminal_size::terminal_size().map(|(terminal_size::Width(w), _)| usize::from(w))
-            })
             .filter(|&w| w >= 20)
-            .unwrap_or(120);
+            .or_else(|| tty.then(|| terminal().filter(|&w| w >= 20).unwrap_or(80)));
         let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
         Style {
             width,
@@ -89,7 +105,7 @@ pub fn print(
     let shown: Vec<usize> = (0..columns.len())
         .filter(|&c| rows.iter().any(|r| !cells(r, c).is_empty()))
         .collect();
-    let mut widths: Vec<usize> = shown
+    let widths: Vec<usize> = shown
         .iter()
         .map(|&c| {
             rows.iter()
@@ -99,17 +115,10 @@ pub fn print(
                 .unwrap_or(0)
         })
         .collect();
-    let gaps = 2 * shown.len().saturating_sub(1);
-    if let Some(flex) = shown.iter().position(|&c| columns[c].flexible) {
-        let fixed: usize = widths
-            .iter()
-            .enumerate()
-            .filter(|&(i, _)| i != flex)
-            .map(|(_, w)| w)
-            .sum();
-        let room = style.width.saturating_sub(fixed + gaps).max(8);
-        widths[flex] = widths[flex].min(room);
-    }
+    let (shown, widths) = match style.width {
+        Some(width) => fit(columns, shown, widths, width),
+        None => (shown, widths),
+    };
     let header: Vec<String> = shown.iter().map(|&c| columns[c].name.to_owned()).collect();
     line(out, style, columns, &shown, &widths, &header, true)?;
     for r in rows {
@@ -117,6 +126,55 @@ pub fn print(
         line(out, style, columns, &shown, &widths, &row, false)?;
     }
     Ok(())
+}
+
+/// The columns shown and their widths within `total`: squeezable columns give up room down to
+/// their minimum (the widest first), then droppable ones go (the lowest `drop` first), until
+/// the flexible column has [`TITLE_ROOM`] (or all it needs); it then takes what is left.
+fn fit(
+    columns: &[Column],
+    mut shown: Vec<usize>,
+    mut widths: Vec<usize>,
+    total: usize,
+) -> (Vec<usize>, Vec<usize>) {
+    loop {
+        let flex = shown.iter().position(|&c| columns[c].flexible);
+        let gaps = 2 * shown.len().saturating_sub(1);
+        let fixed: usize = (0..shown.len())
+            .filter(|&i| Some(i) != flex)
+            .map(|i| widths[i])
+            .sum();
+        let want = flex.map_or(0, |f| widths[f].min(TITLE_ROOM));
+        let mut over = (fixed + gaps + want).saturating_sub(total);
+        while over > 0 {
+            let widest = (0..shown.len())
+                .filter(|&i| Some(i) != flex && columns[shown[i]].min > 0)
+                .filter(|&i| widths[i] > columns[shown[i]].min)
+                .max_by_key(|&i| widths[i]);
+            let Some(i) = widest else { break };
+            widths[i] -= 1;
+            over -= 1;
+        }
+        if over > 0 {
+            let least = (0..shown.len())
+                .filter(|&i| columns[shown[i]].drop > 0)
+                .min_by_key(|&i| columns[shown[i]].drop);
+            if let Some(i) = least {
+                shown.remove(i);
+                widths.remove(i);
+                continue;
+            }
+        }
+        if let Some(f) = flex {
+            let fixed: usize = (0..shown.len())
+                .filter(|&i| i != f)
+                .map(|i| widths[i])
+                .sum();
+            let room = total.saturating_sub(fixed + gaps).max(8);
+            widths[f] = widths[f].min(room);
+        }
+        return (shown, widths);
+    }
 }
 
 fn line(
@@ -131,8 +189,12 @@ fn line(
     let mut text = String::new();
     for (i, (&c, cell)) in shown.iter().zip(cells).enumerate() {
         let last = i + 1 == shown.len();
-        let cell = cut(cell, widths[i]);
-        let pad = " ".repeat(widths[i] - width(&cell));
+        let cell = if columns[c].cut_start {
+            cut_start(cell, widths[i])
+        } else {
+            cut(cell, widths[i])
+        };
+        let pad = " ".repeat(widths[i].saturating_sub(width(&cell)));
         let padded = match columns[c].align {
             Align::Right => format!("{pad}{cell}"),
             Align::Left if last => cell,
@@ -164,17 +226,47 @@ pub fn clean(s: &str) -> String {
         .to_owned()
 }
 
-fn width(s: &str) -> usize {
-    s.chars().count()
+/// Display columns of `s` (a CJK character takes two, a combining mark none).
+pub fn width(s: &str) -> usize {
+    UnicodeWidthStr::width(s)
 }
 
-/// At most `max` chars, with `…` when cut.
+fn char_width(c: char) -> usize {
+    UnicodeWidthChar::width(c).unwrap_or(0)
+}
+
+/// At most `max` display columns, ending with `…` when cut.
 pub fn cut(s: &str, max: usize) -> String {
     if width(s) <= max {
         return s.to_owned();
     }
-    let keep: String = s.chars().take(max.saturating_sub(1)).collect();
+    let mut keep = String::new();
+    let mut used = 0;
+    for c in s.chars() {
+        used += char_width(c);
+        if used + 1 > max {
+            break;
+        }
+        keep.push(c);
+    }
     format!("{keep}…")
+}
+
+/// At most `max` display columns, starting with `…` when cut (the end kept).
+pub fn cut_start(s: &str, max: usize) -> String {
+    if width(s) <= max {
+        return s.to_owned();
+    }
+    let mut keep = Vec::new();
+    let mut used = 0;
+    for c in s.chars().rev() {
+        used += char_width(c);
+        if used + 1 > max {
+            break;
+        }
+        keep.push(c);
+    }
+    format!("…{}", keep.iter().rev().collect::<String>())
 }
 
 /// How long ago `then` (epoch milliseconds) was, from `now`: `45s`, `12m`, `3h`, `5d`, then
@@ -222,7 +314,7 @@ mod tests {
             ],
         ];
         let style = Style {
-            width: 40,
+            width: Some(40),
             colour: false,
         };
         let text = render(style, &rows);
@@ -236,10 +328,107 @@ mod tests {
     }
 
     #[test]
+    fn wide_characters_take_two_columns() {
+        assert_eq!(width("会话标题"), 8);
+        assert_eq!(cut("会话标题很长", 7), "会话标…");
+        assert_eq!(
+            width(&cut("会话标题很长", 6)),
+            5,
+            "a wide char never half-shown"
+        );
+        assert_eq!(cut_start("/home/me/仓库/src", 9), "…仓库/src");
+        assert_eq!(cut_start("/home/me/仓库/src", 8), "…库/src");
+        let rows = vec![
+            vec![
+                "修复登录页面的错误并添加测试".into(),
+                "a1".into(),
+                "1".into(),
+                "x".into(),
+            ],
+            vec!["short".into(), "b2".into(), "22".into(), "y".into()],
+        ];
+        let text = render(
+            Style {
+                width: Some(24),
+                colour: false,
+            },
+            &rows,
+        );
+        let lines: Vec<&str> = text.lines().collect();
+        let at = |l: &str, id: &str| width(&l[..l.find(id).unwrap()]);
+        assert!(lines.iter().all(|l| width(l) <= 24), "{text}");
+        assert_eq!(
+            at(lines[1], "a1"),
+            at(lines[2], "b2"),
+            "the id column lines up: {text}"
+        );
+    }
+
+    #[test]
+    fn short_widths_squeeze_then_drop_columns_and_pipes_cut_nothing() {
+        let cols = [
+            Column {
+                flexible: true,
+                ..Column::text("title")
+            },
+            Column::text("id"),
+            Column {
+                drop: 1,
+                ..Column::number("agents")
+            },
+            Column {
+                min: 12,
+                cut_start: true,
+                ..Column::text("project")
+            },
+        ];
+        let title = "a title of forty characters, more or les";
+        let rows = vec![vec![
+            title.into(),
+            "abcd1234".into(),
+            "3".into(),
+            "/home/me/src/a-project-with-a-long-name".into(),
+        ]];
+        let at = |w: Option<usize>| {
+            let mut out = Vec::new();
+            print(
+                &mut out,
+                Style {
+                    width: w,
+                    colour: false,
+                },
+                &cols,
+                &rows,
+            )
+            .unwrap();
+            String::from_utf8(out).unwrap()
+        };
+        let wide = at(Some(200));
+        assert!(wide.contains(title) && wide.contains("agents"), "{wide}");
+        let narrow = at(Some(50));
+        assert!(narrow.lines().all(|l| width(l) <= 50), "{narrow}");
+        assert!(
+            !narrow.contains("agents"),
+            "the droppable column went: {narrow}"
+        );
+        assert!(
+            narrow.contains("…a-long-name"),
+            "the path keeps its end: {narrow}"
+        );
+        let row = narrow.lines().nth(1).unwrap();
+        assert!(
+            width(row.split("  ").next().unwrap()) >= TITLE_ROOM,
+            "{narrow}"
+        );
+        let piped = at(None);
+        assert!(piped.contains(title) && piped.contains("a-project-with-a-long-name"));
+    }
+
+    #[test]
     fn colour_only_when_asked() {
         let rows = vec![vec!["t".into(), "i".into(), "1".into(), "x".into()]];
         let plain = Style {
-            width: 80,
+            width: Some(80),
             colour: false,
         };
         assert!(!render(plain, &rows).contains('\x1b'));

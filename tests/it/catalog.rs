@@ -1167,6 +1167,104 @@ fn cli_ls_human_rows_fit_and_project_keys() {
     assert_eq!(rows[0]["schema"], 1);
 }
 
+/// Issue #33: `ls --all` fits 80 display columns with CJK titles and long branches, tags and
+/// paths (the title keeps its room, columns line up by display width); a raw system text is no
+/// title; the project column is the session's folder, not its key; a pipe cuts nothing.
+#[test]
+fn cli_ls_all_fits_80_columns_with_wide_titles_and_readable_projects() {
+    use unicode_width::UnicodeWidthStr;
+    let tmp = tempfile::tempdir().unwrap();
+    let claude = tmp.path().join("claude");
+    let long_cwd = "/srv/checkouts/team-platform/services/billing-reconciliation-worker";
+    let titles = [
+        "修复登录页面的错误并添加单元测试以及集成测试",
+        "リファクタリング：設定ローダーをTOMLに移行する",
+        "An English title long enough to need cutting at eighty columns wide",
+    ];
+    let mut ids = Vec::new();
+    for (i, title) in titles.iter().enumerate() {
+        let mut w = Writer::new(40 + i);
+        w.branch = "feature/a-very-long-branch-name-for-layout".into();
+        w.user("hello");
+        w.reply("hi");
+        for l in &mut w.lines {
+            l["cwd"] = json!(long_cwd);
+        }
+        w.meta(json!({"type": "custom-title", "customTitle": title, "sessionId": w.session}));
+        w.meta(json!({"type": "tag", "tag": "needs-review-before-friday", "sessionId": w.session}));
+        let dir = claude.join("projects").join(project_key(long_cwd));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join(format!("{}.jsonl", w.session)), w.bytes()).unwrap();
+        ids.push(w.session.clone());
+    }
+    // A session whose only prompts are system texts: its last-prompt is a task notification.
+    let mut w = Writer::new(50);
+    w.user("<task-notification>\n<task-id>b81f</task-id>\n<status>completed</status>\n</task-notification>");
+    w.reply("noted");
+    w.meta(json!({"type": "last-prompt", "lastPrompt": "<task-notification> <task-id>b81f</task-id>", "sessionId": w.session}));
+    let dir = claude.join("projects").join(project_key(CWD));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join(format!("{}.jsonl", w.session)), w.bytes()).unwrap();
+    let ls = |columns: Option<&str>| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_chainlog"));
+        c.arg("--claude-dir")
+            .arg(&claude)
+            .args(["ls", "--all"])
+            .env("XDG_CACHE_HOME", tmp.path().join("cache"))
+            .env_remove("COLUMNS");
+        if let Some(n) = columns {
+            c.env("COLUMNS", n);
+        }
+        let o = c.output().unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+        stdout(&o)
+    };
+    let table = ls(Some("80"));
+    let lines: Vec<&str> = table.lines().collect();
+    assert_eq!(lines.len(), 5, "{table}");
+    for l in &lines {
+        assert!(l.width() <= 80, "{} columns: {l:?}\n{table}", l.width());
+    }
+    // The session column starts at the same display column on every row.
+    let starts: Vec<usize> = lines[1..]
+        .iter()
+        .map(|l| {
+            let id = ids
+                .iter()
+                .chain([&w.session])
+                .find(|id| l.contains(&id[..8]))
+                .unwrap();
+            l[..l.find(&id[..8]).unwrap()].width()
+        })
+        .collect();
+    assert!(
+        starts.windows(2).all(|p| p[0] == p[1]),
+        "{starts:?}\n{table}"
+    );
+    assert!(starts[0] >= 24, "the title keeps its room: {table}");
+    assert!(table.contains("修复登录"), "{table}");
+    assert!(
+        !table.contains('<'),
+        "no raw system text as a title: {table}"
+    );
+    assert!(
+        table.contains("…") && table.contains("worker\n"),
+        "the folder's end: {table}"
+    );
+    assert!(
+        !table.contains("-srv-checkouts"),
+        "not the project key: {table}"
+    );
+    // Piped without a width: every cell whole.
+    let piped = ls(None);
+    assert!(
+        piped.contains(titles[2]) && piped.contains(long_cwd),
+        "{piped}"
+    );
+    assert!(piped.contains("feature/a-very-long-branch-name-for-layout"));
+    assert!(piped.contains("needs-review-before-friday"));
+}
+
 #[test]
 fn cli_resume_by_id_title_path_and_refusals() {
     let fx = CliFixture::new();

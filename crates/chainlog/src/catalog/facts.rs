@@ -136,20 +136,22 @@ pub struct SessionFacts {
 }
 
 impl SessionFacts {
-    /// The title by precedence, from the fields.
+    /// The title by precedence, from the fields. The last prompt counts only when it is a
+    /// prompt a person wrote ([`prompt::meaningful`]: Claude Code records system texts there
+    /// too, such as `<task-notification>`), shown as the first prompt is.
     pub fn pick_title(&self) -> String {
+        let last_prompt = self.last_prompt.as_deref().and_then(prompt::meaningful);
         [
-            &self.custom_title,
-            &self.ai_title,
-            &self.summary,
-            &self.last_prompt,
-            &self.first_prompt,
+            self.custom_title.as_deref(),
+            self.ai_title.as_deref(),
+            self.summary.as_deref(),
+            last_prompt.as_deref(),
+            self.first_prompt.as_deref(),
         ]
         .into_iter()
         .flatten()
         .find(|t| !t.trim().is_empty())
-        .cloned()
-        .unwrap_or_else(|| UNTITLED.to_owned())
+        .map_or_else(|| UNTITLED.to_owned(), str::to_owned)
     }
 
     /// Whether `chainlog ls` lists it (not an agent or team transcript).

@@ -76,7 +76,9 @@ use redb::TableDefinition;
 /// - 19: `rows` holds blocks of 32 rows (`row::PER_BLOCK`), each row written against the one
 ///   before it (timestamp, line and offset as differences; parent and `message.id` hash as a
 ///   bit when they are that row's): a key, an offset and a checksum per block, not per row.
-pub const INDEX_SCHEMA_VERSION: u32 = 19;
+/// - 20: the facts' title passes over a last prompt that is a system text
+///   (`<task-notification>`…): stored titles of 19 may hold one.
+pub const INDEX_SCHEMA_VERSION: u32 = 20;
 
 /// The lowest and highest 16-byte ids, for range scans over one file's rows.
 pub const ID_FIRST: [u8; 16] = [0; 16];
