@@ -167,7 +167,7 @@ fn print_table(out: &mut impl Write, a: &LsArgs, sessions: &[SessionFacts]) -> s
 /// The project as a person names it: the session's working directory (`~` for the home
 /// folder), else the project key when no message recorded one.
 fn project_shown(f: &SessionFacts, home: Option<&str>) -> String {
-    let path = match (f.cwd.as_deref(), home) {
+    match (f.cwd.as_deref(), home) {
         (Some(cwd), Some(h)) if cwd == h => "~".to_owned(),
         (Some(cwd), Some(h)) => cwd
             .strip_prefix(h)
@@ -175,8 +175,7 @@ fn project_shown(f: &SessionFacts, home: Option<&str>) -> String {
             .map_or_else(|| cwd.to_owned(), |rest| format!("~{rest}")),
         (Some(cwd), None) => cwd.to_owned(),
         (None, _) => f.project_key.clone(),
-    };
-    path
+    }
 }
 
 /// An RFC 3339 time as "5m ago" (or its date when older than 30 days).
