@@ -79,6 +79,10 @@ pub struct PickArgs {
     /// The key file of an encrypted remote.
     #[arg(long, value_name = "FILE", requires = "remote")]
     pub key_file: Option<PathBuf>,
+    /// Start with TEXT in the filter, as if typed: the sessions whose title or prompts hold
+    /// it, then those whose messages match it (`chainlog search QUERY --pick` opens this).
+    #[arg(long, value_name = "TEXT", allow_hyphen_values = true)]
+    pub filter: Option<String>,
 }
 
 /// A session only the remote has: its facts have no path (it is not here yet).
@@ -108,6 +112,10 @@ pub fn run(cli: &Cli, a: &PickArgs) -> CliResult {
     }
     // The first listing is loaded before the screen is taken, so its errors print as usual.
     picker.load(&store)?;
+    if let Some(text) = &a.filter {
+        picker.filter.clone_from(text);
+        picker.refilter();
+    }
     // Index progress goes to the top line, not to a bar over the screen.
     let progress = picker.progress.clone();
     chainlog::sidecar::set_progress(Some(Arc::new(move |_, done, total| {

@@ -17,9 +17,26 @@ pub struct SearchArgs {
     /// At most N hits.
     #[arg(long, value_name = "N", default_value_t = 20)]
     pub limit: usize,
+    /// Open the picker on the sessions the query matches instead of printing hits; Enter
+    /// resumes one with `claude` as `chainlog pick` does (its folder, a branch copied first).
+    #[arg(long)]
+    pub pick: bool,
 }
 
 pub fn run(cli: &Cli, a: &SearchArgs, out: &mut impl Write) -> CliResult {
+    if a.pick {
+        let pick = super::pick::PickArgs {
+            scope: super::Scope {
+                project: a.scope.project.clone(),
+                all: a.scope.all,
+            },
+            print: false,
+            remote: None,
+            key_file: None,
+            filter: Some(a.query.clone()),
+        };
+        return super::pick::run(cli, &pick);
+    }
     let opts = SearchOptions {
         project: a.scope.project.clone(),
         all: a.scope.all,
@@ -68,6 +85,15 @@ pub fn run(cli: &Cli, a: &SearchArgs, out: &mut impl Write) -> CliResult {
             h.uuid,
         )?;
     }
+    // The hand-off to the client, runnable as printed: the picker on the same query.
+    let mut pick = vec![prefix, "pick".to_owned()];
+    if a.scope.all {
+        pick.push("--all".to_owned());
+    } else if let Some(p) = &a.scope.project {
+        pick.extend(["--project".to_owned(), shell_word(&p.to_string_lossy())]);
+    }
+    pick.extend(["--filter".to_owned(), shell_word(&a.query)]);
+    writeln!(out, "\nresume one with claude: {}", pick.join(" "))?;
     Ok(ExitCode::SUCCESS)
 }
 

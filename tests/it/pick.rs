@@ -134,16 +134,24 @@ impl Tmux {
 
     /// `chainlog pick ARGS` in the fixture's working directory.
     fn start_with(f: &Fixture, case: &str, args: &str) -> Tmux {
-        let socket = format!("chainlog-pick-{}-{case}", std::process::id());
         let q = |p: &Path| format!("'{}'", p.display());
-        // After the hand-off (or a failure) the pane stays, so a failure can show the screen.
-        let cmd = format!(
-            "env CHAINLOG_CLAUDE={} {} --claude-dir {} --index-dir {} pick {args}; \
-             echo \"[exit $?]\"; sleep 600",
-            q(&f.fake()),
+        let command = format!(
+            "{} --claude-dir {} --index-dir {} pick {args}",
             q(Path::new(env!("CARGO_BIN_EXE_chainlog"))),
             q(&f.claude()),
             q(&f.tmp.path().join("index")),
+        );
+        Tmux::start_command(f, case, &command)
+    }
+
+    /// A shell command line (one starting the picker) in the fixture's working directory,
+    /// with the fake client.
+    fn start_command(f: &Fixture, case: &str, command: &str) -> Tmux {
+        let socket = format!("chainlog-pick-{}-{case}", std::process::id());
+        // After the hand-off (or a failure) the pane stays, so a failure can show the screen.
+        let cmd = format!(
+            "export CHAINLOG_CLAUDE='{}'; {command}; echo \"[exit $?]\"; sleep 600",
+            f.fake().display(),
         );
         let t = Tmux { socket };
         t.run(&[
@@ -391,6 +399,57 @@ fn a_pause_in_typing_adds_sessions_whose_messages_match() {
     t.key("Enter");
     let (_, args) = f.handed_off();
     assert_eq!(args, format!("--resume {}", SESSIONS[1].0));
+}
+
+/// Issue #33: a search offers the hand-off to the client. The command `search` prints after
+/// its hits runs as printed and opens the picker on the query, and so does `search --pick`;
+/// Enter resumes the matching session in its folder.
+#[test]
+fn search_hands_off_through_the_picker_as_it_prints() {
+    if !have_tmux() {
+        return;
+    }
+    let f = Fixture::new();
+    let bin = env!("CARGO_BIN_EXE_chainlog");
+    let index = f.tmp.path().join("index");
+    let o = Command::new(bin)
+        .arg("--claude-dir")
+        .arg(f.claude())
+        .arg("--index-dir")
+        .arg(&index)
+        .args(["search", "tables", "--all"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8(o.stdout).unwrap();
+    let printed = text
+        .lines()
+        .find_map(|l| l.strip_prefix("resume one with claude: "))
+        .unwrap_or_else(|| panic!("no hand-off offered:\n{text}"));
+    let command = printed
+        .strip_prefix("chainlog ")
+        .map(|rest| format!("'{bin}' {rest}"))
+        .expect("the printed command runs chainlog");
+    let searched = format!(
+        "'{bin}' --claude-dir '{}' --index-dir '{}' search tables --all --pick",
+        f.claude().display(),
+        index.display()
+    );
+    for (case, line) in [("printed", command), ("search-pick", searched)] {
+        let _ = std::fs::remove_file(f.out());
+        let t = Tmux::start_command(&f, case, &line);
+        let s = t.wait_for("the full-text hit", |s| {
+            s.contains("Zebra migration (in messages)")
+        });
+        assert!(
+            !s.contains("Alpha refactor") && !s.contains("Gamma docs"),
+            "{s}"
+        );
+        t.key("Enter");
+        let (cwd, args) = f.handed_off();
+        assert_eq!(args, format!("--resume {}", SESSIONS[1].0), "{case}");
+        assert_eq!(Path::new(&cwd), f.work().canonicalize().unwrap(), "{case}");
+    }
 }
 
 #[test]
