@@ -114,7 +114,7 @@ fn main() {
     let mut hits = Vec::new();
     for _ in 0..9 {
         let start = Instant::now();
-        hits = store.search("rsync", &opts).unwrap();
+        hits = store.search("rsync", &opts).unwrap().hits;
         q.push(start.elapsed());
     }
     let query = median(q);

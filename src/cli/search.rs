@@ -42,7 +42,9 @@ pub fn run(cli: &Cli, a: &SearchArgs, out: &mut impl Write) -> CliResult {
         all: a.scope.all,
         limit: a.limit,
     };
-    let hits = super::reading_store(cli)?.search(&a.query, &opts)?;
+    let chainlog::search::Found { hits, skipped } =
+        super::reading_store(cli)?.search(&a.query, &opts)?;
+    super::report_skipped(&skipped);
     if cli.json {
         for h in &hits {
             super::write_json_row(out, serde_json::to_value(h).unwrap_or_default())?;

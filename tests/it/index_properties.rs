@@ -172,6 +172,7 @@ fn searched(store: &Store) -> Vec<String> {
     let mut out: Vec<String> = store
         .search("test", &opts)
         .unwrap()
+        .hits
         .into_iter()
         .map(|h| h.uuid)
         .collect();

@@ -88,6 +88,7 @@ fn all() -> SearchOptions {
 fn uuids(fx: &Fx, q: &str) -> Vec<(String, bool)> {
     fx.store
         .search(q, &all())
+        .map(|f| f.hits)
         .unwrap()
         .into_iter()
         .map(|h| (h.uuid[h.uuid.len() - 2..].to_owned(), h.on_chain))
@@ -106,7 +107,7 @@ fn finds_tool_commands_results_and_marks_branches() {
     );
     assert_eq!(uuids(&fx, "finished"), [("05".to_owned(), true)]);
     assert!(uuids(&fx, "nowhere").is_empty());
-    let hit = &fx.store.search("rsync", &all()).unwrap()[0];
+    let hit = &fx.store.search("rsync", &all()).unwrap().hits[0];
     assert!(hit.snippet.contains("[rsync]"), "{}", hit.snippet);
     assert_eq!(hit.path, fx.file);
 }
@@ -267,5 +268,73 @@ fn every_printed_resume_command_runs_as_printed() {
     assert!(
         off_chain > 0,
         "no hit off the chosen chain: the --leaf form went untried"
+    );
+}
+
+/// Issue #33: one transcript that cannot be read does not fail `search --all`: the others are
+/// searched and the unreadable one is named on standard error. Run as an unprivileged user
+/// (root reads a file of mode 0000): `setpriv` to `nobody` when the tests run as root.
+#[test]
+fn search_all_skips_an_unreadable_transcript_and_says_so() {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = |p: &Path, m: u32| std::fs::set_permissions(p, std::fs::Permissions::from_mode(m));
+    let tmp = tempfile::tempdir().unwrap();
+    mode(tmp.path(), 0o755).unwrap();
+    let root_user = std::fs::metadata("/proc/self").map(|m| {
+        use std::os::unix::fs::MetadataExt;
+        m.uid() == 0
+    });
+    let as_root = root_user.unwrap_or(false);
+    // The binary where an unprivileged user may run it (CI's target dir is private).
+    let bin = tmp.path().join("chainlog");
+    std::fs::copy(env!("CARGO_BIN_EXE_chainlog"), &bin).unwrap();
+    mode(&bin, 0o755).unwrap();
+    let claude = tmp.path().join("claude");
+    let mut paths = Vec::new();
+    for (project, sid) in [
+        ("-work-a", "aaaaaaaa-1111-4111-8111-111111111111"),
+        ("-work-b", "bbbbbbbb-1111-4111-8111-111111111111"),
+    ] {
+        let dir = claude.join("projects").join(project);
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join(format!("{sid}.jsonl"));
+        std::fs::write(&path, session()).unwrap();
+        paths.push(path);
+    }
+    for d in [claude.clone(), claude.join("projects")] {
+        mode(&d, 0o755).unwrap();
+    }
+    let index = tmp.path().join("index");
+    std::fs::create_dir_all(&index).unwrap();
+    mode(&index, 0o777).unwrap();
+    mode(&paths[1], 0o000).unwrap();
+    let mut cmd = if as_root {
+        let mut c = Command::new("setpriv");
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(&bin);
+        c
+    } else {
+        Command::new(&bin)
+    };
+    let o = cmd
+        .env("HOME", tmp.path())
+        .arg("--claude-dir")
+        .arg(&claude)
+        .arg("--index-dir")
+        .arg(&index)
+        .args(["search", "rsync", "--all"])
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{out}\n{err}");
+    assert!(
+        out.contains("aaaaaaaa"),
+        "the readable session is searched: {out}"
+    );
+    assert!(!out.contains("bbbbbbbb"), "{out}");
+    assert!(
+        err.contains("skipped") && err.contains(paths[1].to_str().unwrap()),
+        "the unreadable one is named: {err}"
     );
 }

@@ -211,19 +211,19 @@ impl ProjectIndex {
             .filter(|k| !live.contains(*k))
             .cloned()
             .collect();
-        for p in sessions {
-            // Unreadable now: keep what was indexed, try again next time.
-            if let Ok(step) = tail::plan(p, marks.get(&key(p)))
-                && !matches!(step, tail::Plan::Unchanged)
-            {
-                plan.push((p, step));
-            }
-        }
         let mut done = SearchCatchUp {
             files: sessions.len(),
             dropped: gone.len(),
             ..SearchCatchUp::default()
         };
+        for p in sessions {
+            match tail::plan(p, marks.get(&key(p))) {
+                Ok(tail::Plan::Unchanged) => {}
+                Ok(step) => plan.push((p, step)),
+                // Unreadable now: keep what was indexed, try again next time.
+                Err(e) => done.skipped.push(Error::io(p, e)),
+            }
+        }
         if plan.is_empty() && gone.is_empty() {
             return Ok(done);
         }
@@ -282,7 +282,18 @@ impl ProjectIndex {
             if let Some(e) = failed {
                 return Err(e.into());
             }
-            marks.insert(k, mark?);
+            match mark {
+                Ok(mark) => {
+                    marks.insert(k, mark);
+                }
+                // Unreadable (permissions, I/O): what was added of it goes, and it is indexed
+                // from zero once it can be read; the search goes on without it.
+                Err(e) => {
+                    writer.delete_term(Term::from_field_text(self.fields.path, &k));
+                    marks.remove(&k);
+                    done.skipped.push(e);
+                }
+            }
         }
         let payload = serde_json::to_string(&marks).unwrap_or_default();
         let mut prepared = writer.prepare_commit()?;
@@ -300,7 +311,7 @@ fn key(p: &Path) -> String {
 }
 
 /// What bringing the search index up to date did.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Default)]
 pub struct SearchCatchUp {
     /// Transcripts in scope.
     pub files: usize,
@@ -313,6 +324,9 @@ pub struct SearchCatchUp {
     /// Projects whose search index was deleted and built again from zero: found damaged (or
     /// unreadable by this version), or dropped by [`Store::search_rebuild`](crate::Store::search_rebuild).
     pub started_over: usize,
+    /// Transcripts that could not be read: left out of this answer (their documents too),
+    /// indexed once they can be read.
+    pub skipped: Vec<Error>,
 }
 
 impl SearchCatchUp {
@@ -322,7 +336,18 @@ impl SearchCatchUp {
         self.appended += c.appended;
         self.dropped += c.dropped;
         self.started_over += c.started_over;
+        self.skipped.extend(c.skipped);
     }
+}
+
+/// The answer of [`Store::search`](crate::Store::search): the hits, best first, and the
+/// transcripts that could not be read (the search went on without them).
+#[derive(Debug, Default)]
+pub struct Found {
+    /// The hits, best first.
+    pub hits: Vec<SearchHit>,
+    /// Transcripts left out: unreadable now.
+    pub skipped: Vec<Error>,
 }
 
 /// The error a fault of the index in `dir` is said as.
@@ -429,16 +454,18 @@ pub(crate) fn search(
     claude_dir: &Path,
     query: &str,
     opts: &SearchOptions,
-) -> Result<Vec<SearchHit>> {
+) -> Result<Found> {
     let limit = if opts.limit == 0 { 20 } else { opts.limit };
     let mut hits = Vec::new();
-    for (found, _) in each_project(store, claude_dir, opts, |pi| pi.query(query, limit))? {
+    let mut skipped = Vec::new();
+    for (found, done) in each_project(store, claude_dir, opts, |pi| pi.query(query, limit))? {
         hits.extend(found);
+        skipped.extend(done.skipped);
     }
     hits.sort_by(|a, b| b.score.total_cmp(&a.score));
     hits.truncate(limit);
     mark_chains(store, &mut hits);
-    Ok(hits)
+    Ok(Found { hits, skipped })
 }
 
 /// The sessions with at least one message matching `query` (for `ls --search`).
@@ -614,6 +641,7 @@ mod tests {
     fn uuids(store: &Sidecars, claude: &Path, q: &str) -> Vec<String> {
         let mut out: Vec<String> = search(store, claude, q, &all())
             .unwrap()
+            .hits
             .into_iter()
             .map(|h| h.uuid)
             .collect();

@@ -68,13 +68,13 @@ impl Store {
 }
 
 #[cfg(feature = "search")]
-use crate::search::{SearchCatchUp, SearchHit, SearchOptions};
+use crate::search::{Found, SearchCatchUp, SearchOptions};
 
 #[cfg(feature = "search")]
 impl Store {
     /// Searches the messages of the sessions in scope for `query` (tantivy query syntax: words,
     /// `"phrases"`, `AND`/`OR`, `-excluded`), catching the search index up first.
-    pub fn search(&self, query: &str, opts: &SearchOptions) -> Result<Vec<SearchHit>> {
+    pub fn search(&self, query: &str, opts: &SearchOptions) -> Result<Found> {
         crate::search::search(self.sidecars(), &self.claude_dir()?, query, opts)
     }
 
