@@ -59,6 +59,44 @@ pub enum Verb {
     Verify,
 }
 
+/// The transcripts that failed; each distinct error is printed once (a sidecar that cannot be
+/// written fails every transcript of its project the same way).
+#[derive(Default)]
+struct Failures {
+    count: usize,
+    said: std::collections::HashSet<String>,
+}
+
+impl Failures {
+    fn add(&mut self, e: &Error) {
+        self.count += 1;
+        let text = e.to_string();
+        if !self.said.contains(&text) {
+            eprintln!("chainlog: {text}");
+            self.said.insert(text);
+        }
+    }
+
+    /// How many failures repeated an error printed before.
+    fn repeated(&self) -> usize {
+        self.count - self.said.len()
+    }
+}
+
+/// Refuses at once an index folder this process cannot write in (a read-only folder or file
+/// system), instead of failing every transcript with the same error.
+fn check_writable(dir: &Path) -> Result<(), Error> {
+    std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+    tempfile::Builder::new()
+        .prefix(".chainlog-write-check")
+        .tempfile_in(dir)
+        .map(drop)
+        .map_err(|e| {
+            let why = format!("the index folder cannot be written: {}", e.kind());
+            Error::io(dir, std::io::Error::new(e.kind(), why))
+        })
+}
+
 /// Reports one transcript caught up or rebuilt: a JSON line with `--json`, else a note when it
 /// was indexed again from zero; a failure is counted in `failed` and printed.
 fn report(
@@ -66,7 +104,7 @@ fn report(
     out: &mut impl Write,
     path: &Path,
     r: &chainlog::Result<chainlog::CatchUp>,
-    failed: &mut usize,
+    failed: &mut Failures,
 ) -> std::io::Result<()> {
     match r {
         Ok(c) if cli.json => write_json(
@@ -83,8 +121,7 @@ fn report(
             Ok(())
         }
         Err(e) => {
-            *failed += 1;
-            eprintln!("chainlog: {e}");
+            failed.add(e);
             Ok(())
         }
     }
@@ -92,9 +129,12 @@ fn report(
 
 pub fn run(cli: &Cli, a: &PathsArgs, verb: Verb, out: &mut impl Write) -> CliResult {
     let store = super::store(cli)?;
+    if verb != Verb::Verify {
+        check_writable(&super::index_dir(cli))?;
+    }
     let files = transcripts(cli, a)?;
     let bar = progress_bar(files.len());
-    let mut failed = 0usize;
+    let mut failed = Failures::default();
     let mut differing = 0usize;
     if verb == Verb::Index {
         // Sidecar by sidecar: one open and one close per project, not per transcript.
@@ -143,10 +183,7 @@ pub fn run(cli: &Cli, a: &PathsArgs, verb: Verb, out: &mut impl Write) -> CliRes
                         differing += 1;
                     }
                 }
-                Err(e) => {
-                    failed += 1;
-                    eprintln!("chainlog: {e}");
-                }
+                Err(e) => failed.add(&e),
             },
         }
         if let Some(b) = &bar {
@@ -156,8 +193,10 @@ pub fn run(cli: &Cli, a: &PathsArgs, verb: Verb, out: &mut impl Write) -> CliRes
     if let Some(b) = bar {
         b.finish_and_clear();
     }
-    if verb == Verb::Rebuild && !rebuild_search(&store, &files) {
-        failed += 1;
+    if verb == Verb::Rebuild
+        && let Err(e) = rebuild_search(&store, &files)
+    {
+        failed.add(&e);
     }
     // The listing table too: the first `ls` after `index` reads no transcript. And the resume
     // views: the next resume of a session reads its view and writes nothing.
@@ -170,49 +209,54 @@ pub fn run(cli: &Cli, a: &PathsArgs, verb: Verb, out: &mut impl Write) -> CliRes
         store.compact_created();
     }
     if !cli.json {
-        let what = match verb {
-            Verb::Index => "indexed",
-            Verb::Rebuild => "rebuilt",
-            Verb::Verify => "verified",
-        };
-        eprintln!(
-            "chainlog: {what} {} transcript(s){}{}",
-            files.len(),
-            if failed > 0 {
-                format!(", {failed} failed")
-            } else {
-                String::new()
-            },
-            if differing > 0 {
-                format!(", {differing} differ from a full scan")
-            } else {
-                String::new()
-            },
-        );
+        summarise(verb, files.len(), &failed, differing);
     }
-    Ok(if failed > 0 || differing > 0 {
+    Ok(if failed.count > 0 || differing > 0 {
         ExitCode::from(2)
     } else {
         ExitCode::SUCCESS
     })
 }
 
+/// The last line of a run: how many transcripts, failed and differing.
+fn summarise(verb: Verb, files: usize, failed: &Failures, differing: usize) {
+    let what = match verb {
+        Verb::Index => "indexed",
+        Verb::Rebuild => "rebuilt",
+        Verb::Verify => "verified",
+    };
+    if failed.repeated() > 0 {
+        eprintln!(
+            "chainlog: {} more failure(s) with an error printed above",
+            failed.repeated()
+        );
+    }
+    eprintln!(
+        "chainlog: {what} {} transcript(s){}{}",
+        files,
+        if failed.count > 0 {
+            format!(", {} failed", failed.count)
+        } else {
+            String::new()
+        },
+        if differing > 0 {
+            format!(", {differing} differ from a full scan")
+        } else {
+            String::new()
+        },
+    );
+}
+
 /// Drops the search indexes of the projects holding `files` and builds them again (they are
-/// caches too); false, said, when that failed.
-fn rebuild_search(store: &chainlog::Store, files: &[PathBuf]) -> bool {
+/// caches too).
+fn rebuild_search(store: &chainlog::Store, files: &[PathBuf]) -> Result<(), Error> {
     let projects: Vec<PathBuf> = files
         .iter()
         .filter_map(|f| f.parent().map(Path::to_path_buf))
         .collect::<std::collections::BTreeSet<_>>()
         .into_iter()
         .collect();
-    match store.search_rebuild(&projects) {
-        Ok(_) => true,
-        Err(e) => {
-            eprintln!("chainlog: {e}");
-            false
-        }
-    }
+    store.search_rebuild(&projects).map(drop)
 }
 
 fn progress_bar(n: usize) -> Option<indicatif::ProgressBar> {

@@ -299,10 +299,15 @@ pub fn reading_store(cli: &Cli) -> Result<chainlog::Store, chainlog::Error> {
 pub fn store(cli: &Cli) -> Result<chainlog::Store, chainlog::Error> {
     chainlog::Store::open(
         chainlog::claude_dir(cli.claude_dir.as_deref())?,
-        cli.index_dir
-            .clone()
-            .unwrap_or_else(chainlog::Store::default_index_dir),
+        index_dir(cli),
     )
+}
+
+/// Where the index sidecars live: `--index-dir`, else the default.
+pub fn index_dir(cli: &Cli) -> std::path::PathBuf {
+    cli.index_dir
+        .clone()
+        .unwrap_or_else(chainlog::Store::default_index_dir)
 }
 
 /// Loads a transcript given as a path, with a readable error.

@@ -769,3 +769,54 @@ fn stdout_lines(out: &std::process::Output) -> Vec<String> {
         .map(str::to_owned)
         .collect()
 }
+
+/// Issue #33: `index` with an index folder it cannot write in says so once and stops, instead
+/// of printing the same error for every transcript (run as an unprivileged user: root writes
+/// in a folder of mode 0555).
+#[test]
+fn a_read_only_index_folder_is_one_error() {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = |p: &std::path::Path, m: u32| {
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(m)).unwrap();
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    mode(tmp.path(), 0o755);
+    let claude = tmp.path().join("claude");
+    let example =
+        std::fs::read(crate::util::manifest_dir().join("fixtures/example.jsonl")).unwrap();
+    for p in 0..3 {
+        let dir = claude.join("projects").join(format!("-work-p{p}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        for s in 0..4 {
+            let f = dir.join(format!("{p}{s}000000-0000-4000-8000-000000000000.jsonl"));
+            std::fs::write(&f, &example).unwrap();
+            mode(&f, 0o644);
+        }
+        mode(&dir, 0o755);
+    }
+    mode(&claude, 0o755);
+    mode(&claude.join("projects"), 0o755);
+    let index = tmp.path().join("index");
+    std::fs::create_dir(&index).unwrap();
+    mode(&index, 0o555);
+    let o = crate::util::unprivileged(tmp.path())
+        .arg("--claude-dir")
+        .arg(&claude)
+        .arg("--index-dir")
+        .arg(&index)
+        .arg("index")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "{err}");
+    assert_eq!(
+        err.lines().count(),
+        1,
+        "one error, not one per transcript:\n{err}"
+    );
+    assert!(
+        err.contains("cannot be written") && err.contains(index.to_str().unwrap()),
+        "{err}"
+    );
+    mode(&index, 0o755);
+}

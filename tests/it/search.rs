@@ -280,15 +280,6 @@ fn search_all_skips_an_unreadable_transcript_and_says_so() {
     let mode = |p: &Path, m: u32| std::fs::set_permissions(p, std::fs::Permissions::from_mode(m));
     let tmp = tempfile::tempdir().unwrap();
     mode(tmp.path(), 0o755).unwrap();
-    let root_user = std::fs::metadata("/proc/self").map(|m| {
-        use std::os::unix::fs::MetadataExt;
-        m.uid() == 0
-    });
-    let as_root = root_user.unwrap_or(false);
-    // The binary where an unprivileged user may run it (CI's target dir is private).
-    let bin = tmp.path().join("chainlog");
-    std::fs::copy(env!("CARGO_BIN_EXE_chainlog"), &bin).unwrap();
-    mode(&bin, 0o755).unwrap();
     let claude = tmp.path().join("claude");
     let mut paths = Vec::new();
     for (project, sid) in [
@@ -308,16 +299,8 @@ fn search_all_skips_an_unreadable_transcript_and_says_so() {
     std::fs::create_dir_all(&index).unwrap();
     mode(&index, 0o777).unwrap();
     mode(&paths[1], 0o000).unwrap();
-    let mut cmd = if as_root {
-        let mut c = Command::new("setpriv");
-        c.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-            .arg(&bin);
-        c
-    } else {
-        Command::new(&bin)
-    };
+    let mut cmd = crate::util::unprivileged(tmp.path());
     let o = cmd
-        .env("HOME", tmp.path())
         .arg("--claude-dir")
         .arg(&claude)
         .arg("--index-dir")

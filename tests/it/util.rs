@@ -190,3 +190,26 @@ pub fn test_name(module: &str, f: &str) -> String {
         format!("{inside}::{f}")
     }
 }
+
+/// `chainlog` run as an unprivileged user, for tests of files it may not read or write (root
+/// reads a file of mode 0000): as `nobody` through `setpriv` when the tests run as root, else
+/// as the current user. The binary is copied into `dir` (mode 0755; CI's target folder is
+/// private), and `HOME` is `dir`. `dir` and whatever the command must reach must be open to
+/// others (mode 0755 or 0777).
+pub fn unprivileged(dir: &Path) -> Command {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let bin = dir.join("chainlog");
+    std::fs::copy(env!("CARGO_BIN_EXE_chainlog"), &bin).unwrap();
+    std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let root = std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0);
+    let mut c = if root {
+        let mut c = Command::new("setpriv");
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(&bin);
+        c
+    } else {
+        Command::new(&bin)
+    };
+    c.env("HOME", dir);
+    c
+}
