@@ -146,6 +146,56 @@ fn invalid_input_writes_nothing_and_names_the_line() {
     assert_eq!(std::fs::read(&path).unwrap(), before);
 }
 
+/// Issue #33: `append` refuses what its own reader would skip or warn about (one rule, the
+/// reader's): a message whose content is a number, a flag of the wrong type, a title that is
+/// not text. Nothing of the batch is written, the line is named; what the reader takes is
+/// written and read back without a warning.
+#[test]
+fn append_refuses_what_the_reader_would_warn_about() {
+    let d = dir();
+    with_session(&d);
+    let path = d.session_path(SID);
+    let before = std::fs::read(&path).unwrap();
+    for (bad, field) in [
+        (
+            r#"{"type":"user","message":{"role":"user","content":42}}"#,
+            "message.content",
+        ),
+        (
+            r#"{"type":"user","message":{"role":"user","content":"x"},"isMeta":"yes"}"#,
+            "isMeta",
+        ),
+        (r#"{"type":"custom-title","customTitle":5}"#, "customTitle"),
+    ] {
+        let input = format!(
+            "{{\"type\":\"user\",\"message\":{{\"role\":\"user\",\"content\":\"ok\"}}}}\n{bad}\n"
+        );
+        let out = d.run(&["append", SID], &input);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{bad}: {err}");
+        assert!(
+            err.contains("<stdin>:2") && err.contains(field),
+            "{bad}: {err}"
+        );
+        assert_eq!(
+            std::fs::read(&path).unwrap(),
+            before,
+            "{bad}: nothing from the batch"
+        );
+    }
+    d.ok(
+        &["append", SID],
+        r#"{"type":"user","message":{"role":"user","content":[{"type":"text","text":"fine"}]}}"#,
+    );
+    let o = util::chainlog(&["resume", path.to_str().unwrap(), "--format", "uuids"]);
+    assert!(o.status.success());
+    assert!(
+        !String::from_utf8_lossy(&o.stderr).contains("warning"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
 #[test]
 fn append_to_an_agent_goes_to_its_file() {
     let d = dir();

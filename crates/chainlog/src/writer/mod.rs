@@ -48,7 +48,9 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value};
 
 use crate::error::{Error, Result, check_id};
+use crate::id::IdNames;
 use crate::index::Sidecars;
+use crate::transcript::envelope::parse_line;
 use restate::Carried;
 use shape::Stamp;
 use sink::{Pending, Sink};
@@ -189,7 +191,30 @@ pub fn check_entry(v: &Value) -> std::result::Result<(), String> {
     if is_message_type(ty) && ty != "system" && o.get("message").is_none() && ty != "attachment" {
         return Err(format!("a `{ty}` entry needs a `message`"));
     }
-    Ok(())
+    readable(o, ty)
+}
+
+/// Whether the reader takes the entry as written: refused when it would skip the line or
+/// note a field it cannot read (`"content": 42`), so `append` writes nothing its own reader
+/// then warns about. One rule, the reader's: the entry goes through `parse_line` with the
+/// `uuid` and `timestamp` the writer adds to a message that has none.
+fn readable(o: &Map<String, Value>, ty: &str) -> std::result::Result<(), String> {
+    let mut probe = o.clone();
+    if is_message_type(ty) {
+        probe
+            .entry("uuid")
+            .or_insert_with(|| uuid::Uuid::nil().to_string().into());
+        probe.entry("timestamp").or_insert_with(|| now_iso().into());
+    }
+    let bytes = serde_json::to_vec(&probe).map_err(|e| e.to_string())?;
+    let mut parsed = parse_line(&bytes, &mut IdNames::default());
+    if let Err(problem) = &parsed.entry {
+        return Err(format!("the reader would skip it: {problem}"));
+    }
+    match parsed.note_problem() {
+        Some(problem) => Err(format!("the reader could not use all of it: {problem}")),
+        None => Ok(()),
+    }
 }
 
 /// `new Date().toISOString()` of now.
