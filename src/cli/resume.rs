@@ -281,8 +281,9 @@ fn finish(cli: &Cli, s: &Shown<'_>, format: Format, out: &mut impl Write) -> Cli
             },
             "materialised": ans.materialised(),
         }});
-        // Readable text stays text: its trailer goes to stderr.
-        if format == Format::Text {
+        // Text and uuid lines stay what they are (a uuid per line feeds `xargs`): their
+        // trailer goes to stderr; JSON output ends with it.
+        if matches!(format, Format::Text | Format::Uuids) {
             write_json(&mut std::io::stderr().lock(), &trailer)?;
         } else {
             write_json(out, &trailer)?;

@@ -76,7 +76,15 @@ impl Case {
             let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
             assert!(o.status.success(), "{args:?}: {stderr}");
             let stdout = String::from_utf8(o.stdout).unwrap();
-            let last = stdout.lines().last().expect("a summary line");
+            // Issue #33: uuid lines stay uuid lines; the trailer goes to stderr.
+            assert!(
+                stdout.lines().all(|l| !l.contains('{')),
+                "only uuids on stdout: {stdout}"
+            );
+            let last = stderr
+                .lines()
+                .rfind(|l| l.starts_with("{\"chainlog\""))
+                .expect("a summary line on stderr");
             let v: Value = serde_json::from_str(last).unwrap();
             answers.push((v["chainlog"].clone(), stderr));
         }

@@ -309,8 +309,12 @@ fn the_streamed_resume_prints_what_the_walk_and_the_scan_print() {
                 // Lines are handed over as written, invalid UTF-8 included.
                 let stdout = String::from_utf8_lossy(&o.stdout).into_owned();
                 let mut lines: Vec<&str> = stdout.lines().collect();
-                let trailer = lines.pop().map(|t| {
-                    let mut v: serde_json::Value = serde_json::from_str(t).unwrap();
+                // jsonl ends with the trailer; uuid lines leave it to stderr.
+                if format == "jsonl" {
+                    lines.pop();
+                }
+                let trailer = o.status.success().then(|| {
+                    let mut v = util::resume_trailer(&o);
                     let materialised = v["chainlog"]["materialised"] == true;
                     for k in ["source", "materialised"] {
                         v["chainlog"][k] = serde_json::Value::Null;

@@ -640,12 +640,12 @@ fn a_stopped_writer_blocks_no_other_command_for_long() {
             // Its index is current: answered from it, without waiting on the stopped writer
             // (the read-write path would have waited `LOCK_WAIT`, then used the transcript).
             let stdout = String::from_utf8_lossy(&out.stdout);
-            let trailer = stdout.lines().last().unwrap_or_default();
-            assert!(
-                trailer.contains(r#""source":"index""#),
+            let trailer = util::resume_trailer(&out);
+            assert_eq!(
+                trailer["chainlog"]["source"], "index",
                 "{what} did not answer from the index: {trailer} {stderr}"
             );
-            let got: Vec<&str> = stdout.lines().filter(|l| !l.starts_with('{')).collect();
+            let got: Vec<&str> = stdout.lines().collect();
             assert_eq!(got, reference(&other), "{what}");
         }
         if let Some(want) = expect {

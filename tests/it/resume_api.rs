@@ -497,8 +497,7 @@ fn interrupt_detection_runs_after_the_clean_up() {
             "uuids",
         ]);
         assert!(out.status.success(), "{name}: {out:?}");
-        let stdout = String::from_utf8(out.stdout).unwrap();
-        let trailer: Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+        let trailer = util::resume_trailer(&out);
         trailer["chainlog"]["interrupt"]
             .as_str()
             .unwrap()

@@ -178,7 +178,7 @@ fn json_trailer_of_text_output_goes_to_stderr() {
     )
     .unwrap();
     assert!(trailer["chainlog"]["messages"].as_u64().unwrap() > 0);
-    // Machine formats keep it as their last stdout line.
+    // Uuid lines stay uuid lines too (issue #33): the trailer goes to stderr.
     let uuids = util::chainlog(&[
         "--index-dir",
         index,
@@ -188,10 +188,12 @@ fn json_trailer_of_text_output_goes_to_stderr() {
         "--format",
         "uuids",
     ]);
-    let last = String::from_utf8_lossy(&uuids.stdout)
-        .lines()
-        .last()
-        .unwrap()
-        .to_owned();
-    assert!(last.starts_with("{\"chainlog\""), "{last}");
+    let out = String::from_utf8_lossy(&uuids.stdout);
+    assert!(out.lines().all(|l| !l.contains('{')), "{out}");
+    assert!(
+        util::resume_trailer(&uuids)["chainlog"]["messages"]
+            .as_u64()
+            .unwrap()
+            > 0
+    );
 }

@@ -213,3 +213,16 @@ pub fn unprivileged(dir: &Path) -> Command {
     c.env("HOME", dir);
     c
 }
+
+/// The `{"chainlog": …}` trailer of `resume --json`: the last such line of stderr (text and
+/// uuid output keep stdout to themselves), else the last line of stdout (JSON output).
+pub fn resume_trailer(o: &Output) -> serde_json::Value {
+    let err = String::from_utf8_lossy(&o.stderr);
+    let out = String::from_utf8_lossy(&o.stdout);
+    let line = err
+        .lines()
+        .rfind(|l| l.starts_with("{\"chainlog\""))
+        .or_else(|| out.lines().last())
+        .unwrap_or_else(|| panic!("no trailer: {err}"));
+    serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"))
+}
