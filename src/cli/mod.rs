@@ -7,6 +7,7 @@ mod export;
 mod index_cmd;
 mod leaves;
 mod ls;
+mod man;
 mod pager;
 mod pick;
 mod progress;
@@ -88,8 +89,9 @@ pub enum Command {
         /// The shell.
         shell: clap_complete::Shell,
     },
-    /// Print the man page (roff), e.g. `chainlog man | man -l -`.
-    Man,
+    /// Print a manual page (roff), e.g. `chainlog man resume | man -l -`, or write them all
+    /// with `--dir`.
+    Man(man::ManArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -166,10 +168,7 @@ pub fn main() -> ExitCode {
             clap_complete::generate(*shell, &mut cmd, "chainlog", &mut out);
             Ok(ExitCode::SUCCESS)
         }
-        Command::Man => clap_mangen::Man::new(<Cli as clap::CommandFactory>::command())
-            .render(&mut out)
-            .map(|()| ExitCode::SUCCESS)
-            .map_err(CliError::Out),
+        Command::Man(a) => man::run(a, &mut out),
     };
     let flushed = out.flush();
     match result {

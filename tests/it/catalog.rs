@@ -1407,6 +1407,79 @@ fn cli_agents_and_resume_of_an_agent() {
     assert_eq!(s1_row["agents"], 1);
 }
 
+/// Issue #33: the manual has a page for every subcommand it names (`man --dir` writes them
+/// all, `man COMMAND` prints one), and `chainlog(1)` says the environment, the exit statuses
+/// and examples. Each page is rendered by man(1) when it is installed.
+#[test]
+fn cli_man_pages_for_every_command_with_environment_exit_status_and_examples() {
+    let fx = CliFixture::new();
+    let dir = fx.tmp.path().join("man1");
+    let o = fx.run(&["man", "--dir", dir.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let main = std::fs::read_to_string(dir.join("chainlog.1")).unwrap();
+    for section in [
+        ".SH ENVIRONMENT",
+        ".SH \"EXIT STATUS\"",
+        ".SH EXAMPLES",
+        ".SH \"SEE ALSO\"",
+    ] {
+        assert!(main.contains(section), "{section} missing");
+    }
+    for var in [
+        "CLAUDE_CONFIG_DIR",
+        "XDG_CACHE_HOME",
+        "CHAINLOG_CLAUDE",
+        "NO_COLOR",
+    ] {
+        assert!(main.contains(var), "{var} missing from ENVIRONMENT");
+    }
+    // Every page chainlog(1) refers to exists, and names itself.
+    let mut named = 0;
+    for (i, _) in main.match_indices("chainlog\\-") {
+        let rest = &main[i + "chainlog\\-".len()..];
+        let Some(end) = rest.find("(1)") else {
+            continue;
+        };
+        let name = &rest[..end];
+        if name.contains(char::is_whitespace) {
+            continue;
+        }
+        let page = dir.join(format!("chainlog-{name}.1"));
+        let text = std::fs::read_to_string(&page)
+            .unwrap_or_else(|e| panic!("chainlog-{name}(1) is named but {}: {e}", page.display()));
+        assert!(text.contains(&format!(".TH chainlog-{name} 1")), "{name}");
+        named += 1;
+    }
+    assert!(named >= 15, "the subcommands are referred to: {named}");
+    let written = stdout(&o).lines().count();
+    assert_eq!(
+        written,
+        std::fs::read_dir(&dir).unwrap().count(),
+        "each path printed"
+    );
+    let one = fx.run(&["man", "resume"]);
+    assert!(one.status.success());
+    assert_eq!(
+        stdout(&one),
+        std::fs::read_to_string(dir.join("chainlog-resume.1")).unwrap()
+    );
+    assert_eq!(fx.run(&["man", "nosuch"]).status.code(), Some(2));
+    if Path::new("/usr/bin/man").exists() {
+        let shown = Command::new("man")
+            .arg("-l")
+            .arg(dir.join("chainlog.1"))
+            .env("MANPAGER", "cat")
+            .env("MANWIDTH", "80")
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&shown.stdout);
+        assert!(
+            text.contains("EXIT STATUS") && text.contains("chainlog ls"),
+            "{text}"
+        );
+    }
+}
+
 /// Completions and the man page come from the clap definitions; errors under `--json` are one
 /// JSON object on stderr with the exit code.
 #[test]
