@@ -11,6 +11,7 @@ use super::{Cli, CliResult, write_json_row};
 #[derive(Debug, clap::Args)]
 pub struct AgentsArgs {
     /// A session id, a session file or an exact session title.
+    #[arg(add = super::complete::sessions())]
     pub target: String,
     /// Look ids and titles up in this project: a working directory, a project directory or a
     /// project key.

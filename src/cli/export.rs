@@ -33,6 +33,7 @@ pub enum FormatArg {
 #[derive(Debug, clap::Args)]
 pub struct ExportArgs {
     /// A session id, unique id prefix, path, title or agent id.
+    #[arg(add = super::complete::sessions())]
     pub target: String,
     /// The format.
     #[arg(long, value_enum, default_value_t = FormatArg::Markdown)]

@@ -15,6 +15,7 @@ use super::{Cli, CliResult, report_problems, scan_path, write_json_row};
 #[derive(Debug, clap::Args)]
 pub struct LeavesArgs {
     /// A session id, unique id prefix, path, title or agent id (as for `resume`).
+    #[arg(add = super::complete::sessions())]
     pub target: String,
     /// Look ids and titles up in this project: a working directory, a project directory or a
     /// project key.

@@ -2,6 +2,7 @@
 //! only formats what the library returns.
 
 mod agents;
+mod complete;
 mod continue_;
 mod export;
 mod index_cmd;
@@ -84,7 +85,8 @@ pub enum Command {
     Title(write::MetaArgs),
     /// Set a session's tag (`""` clears it).
     Tag(write::MetaArgs),
-    /// Print a shell completion script (e.g. `chainlog completions bash > ~/.local/share/bash-completion/completions/chainlog`).
+    /// Print a shell completion script (e.g. `chainlog completions bash > ~/.local/share/bash-completion/completions/chainlog`);
+    /// it asks chainlog what to offer, session ids of the current project included.
     Completions {
         /// The shell.
         shell: clap_complete::Shell,
@@ -139,6 +141,7 @@ fn quiet_isolated_panics() {
 }
 
 pub fn main() -> ExitCode {
+    complete::answer_if_asked();
     let cli = Cli::parse();
     quiet_isolated_panics();
     progress::install();
@@ -163,11 +166,9 @@ pub fn main() -> ExitCode {
         Command::Branch(a) => write::branch(&cli, a, &mut out),
         Command::Title(a) => write::meta(&cli, a, write::Meta::Title),
         Command::Tag(a) => write::meta(&cli, a, write::Meta::Tag),
-        Command::Completions { shell } => {
-            let mut cmd = <Cli as clap::CommandFactory>::command();
-            clap_complete::generate(*shell, &mut cmd, "chainlog", &mut out);
-            Ok(ExitCode::SUCCESS)
-        }
+        Command::Completions { shell } => complete::write_script(*shell, &mut out)
+            .map(|()| ExitCode::SUCCESS)
+            .map_err(CliError::Out),
         Command::Man(a) => man::run(a, &mut out),
     };
     let flushed = out.flush();

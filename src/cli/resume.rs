@@ -38,6 +38,7 @@ pub enum Format {
 pub struct ResumeArgs {
     /// A session id, a transcript file, an agent id (`a1b2…` or `agent-a1b2…`) or an exact
     /// session title.
+    #[arg(add = super::complete::sessions())]
     pub target: String,
     /// Look ids and titles up in this project: a working directory, a project directory or a
     /// project key

@@ -27,6 +27,7 @@ use super::{Cli, CliResult};
 #[derive(Debug, clap::Args)]
 pub struct AppendArgs {
     /// The session: an existing session (id, path or title) or a new session UUID.
+    #[arg(add = super::complete::sessions())]
     pub session: String,
     /// The project of a new session (a working directory; default: the current directory).
     #[arg(long, value_name = "DIR")]
@@ -39,6 +40,7 @@ pub struct AppendArgs {
 #[derive(Debug, clap::Args)]
 pub struct ForkArgs {
     /// The session to fork (id, path or title).
+    #[arg(add = super::complete::sessions())]
     pub session: String,
     /// Cut the copied view after this message (a message on another branch: copy the chain
     /// ending at it).
@@ -52,6 +54,7 @@ pub struct ForkArgs {
 #[derive(Debug, clap::Args)]
 pub struct BranchArgs {
     /// The session to branch (id, path or title).
+    #[arg(add = super::complete::sessions())]
     pub session: String,
     /// The branch name (default: the session's first prompt).
     pub name: Option<String>,
@@ -63,6 +66,7 @@ pub struct BranchArgs {
 #[derive(Debug, clap::Args)]
 pub struct MetaArgs {
     /// The session (id, path or title); it must exist.
+    #[arg(add = super::complete::sessions())]
     pub session: String,
     /// The text (`""` clears a tag).
     pub text: String,

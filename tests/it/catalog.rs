@@ -1480,6 +1480,61 @@ fn cli_man_pages_for_every_command_with_environment_exit_status_and_examples() {
     }
 }
 
+/// Issue #33: `resume <TAB>` offers the current project's session ids (in bash, through the
+/// script `completions bash` prints, in a real bash), and subcommands still complete.
+#[test]
+fn cli_completion_offers_session_ids_in_bash() {
+    let fx = CliFixture::new();
+    let script = fx.tmp.path().join("chainlog.bash");
+    let o = fx.run(&["completions", "bash"]);
+    assert!(o.status.success());
+    std::fs::write(&script, &o.stdout).unwrap();
+    let complete = |words: &[&str]| {
+        let words_q: Vec<String> = words.iter().map(|w| format!("'{w}'")).collect();
+        let cur = words.last().unwrap();
+        let prev = words[words.len() - 2];
+        let line = format!(
+            "source '{}'; COMP_WORDS=({}); COMP_CWORD={}; COMP_TYPE=9; \
+             _clap_complete_chainlog chainlog '{cur}' '{prev}'; printf '%s\\n' \"${{COMPREPLY[@]}}\"",
+            script.display(),
+            words_q.join(" "),
+            words.len() - 1
+        );
+        let o = Command::new("bash")
+            .args(["--norc", "-c", &line])
+            .current_dir(&fx.cwd)
+            .env("CLAUDE_CONFIG_DIR", &fx.claude)
+            .env("XDG_CACHE_HOME", fx.tmp.path().join("cache"))
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+        stdout(&o).lines().map(str::to_owned).collect::<Vec<_>>()
+    };
+    let offered = complete(&["chainlog", "resume", ""]);
+    for (sid, _) in &fx.sessions {
+        assert!(offered.contains(sid), "{sid} not offered: {offered:?}");
+    }
+    let s1 = fx.id(1).to_owned();
+    let narrowed = complete(&["chainlog", "resume", &s1[..30]]);
+    assert_eq!(
+        narrowed,
+        vec![s1.clone()],
+        "a prefix narrows to its session"
+    );
+    let subcommands = complete(&["chainlog", "re"]);
+    for want in ["resume", "rebuild"] {
+        assert!(
+            subcommands.iter().any(|c| c == want),
+            "{want}: {subcommands:?}"
+        );
+    }
+    let title = complete(&["chainlog", "title", ""]);
+    assert!(
+        title.contains(&s1),
+        "title's session completes too: {title:?}"
+    );
+}
+
 /// Completions and the man page come from the clap definitions; errors under `--json` are one
 /// JSON object on stderr with the exit code.
 #[test]
@@ -1487,7 +1542,11 @@ fn cli_completions_man_and_json_errors() {
     let fx = CliFixture::new();
     let o = fx.run(&["completions", "bash"]);
     assert!(o.status.success());
-    assert!(stdout(&o).contains("_chainlog") && stdout(&o).contains("resume"));
+    assert!(
+        stdout(&o).contains("_clap_complete_chainlog"),
+        "{}",
+        stdout(&o)
+    );
     let o = fx.run(&["man"]);
     assert!(o.status.success());
     assert!(stdout(&o).contains(".TH chainlog 1"));
