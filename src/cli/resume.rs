@@ -331,7 +331,7 @@ fn print(cli: &Cli, conv: &Conversation, a: &ViewArgs, out: &mut impl Write) -> 
             &chainlog::view::ApiOptions {
                 model: a.model.clone(),
                 cut: a.at.is_some(),
-                cut_inside_response: conv.cut_inside_response(),
+                cut_inside_response: conv.cut_inside_response()?,
                 mcp_tools: a.mcp_tool.clone(),
             },
         );

@@ -286,20 +286,16 @@ fn signed_thinking_of_another_model_is_left_out() {
         ),
         assistant("b", "m", json!({"type": "text", "text": "hi"})),
     ];
-    let same = api_messages_of(
-        &entries,
-        &ApiOptions {
-            model: Some("m1".into()),
-            ..ApiOptions::default()
-        },
-    );
-    let other = api_messages_of(
-        &entries,
-        &ApiOptions {
-            model: Some("m2".into()),
-            ..ApiOptions::default()
-        },
-    );
+    let of_model = |model: &str| {
+        api_messages_of(
+            &entries,
+            &ApiOptions {
+                model: Some(model.into()),
+                ..ApiOptions::default()
+            },
+        )
+    };
+    let (same, other) = (of_model("m1"), of_model("m2"));
     assert_eq!(same[1]["content"].as_array().unwrap().len(), 2);
     assert_eq!(other[1]["content"].as_array().unwrap().len(), 1);
 }

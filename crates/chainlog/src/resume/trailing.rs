@@ -20,7 +20,7 @@ use serde_json::Value;
 
 use super::body::parse_value;
 use crate::error::{Error, Result};
-use crate::transcript::frame::LinePos;
+use crate::transcript::frame::{Framer, LinePos};
 
 /// How many bytes after the leaf's line are looked at.
 pub const WINDOW: u64 = 256 * 1024;
@@ -36,14 +36,14 @@ pub fn below_leaf(path: &Path, leaf: LinePos, leaf_uuid: &str) -> Result<Vec<Val
     Ok(chained_below(&buf, leaf_uuid))
 }
 
-/// [`below_leaf`] over the bytes after the leaf's line: complete lines only.
+/// [`below_leaf`] over the bytes after the leaf's line: complete lines only, framed as the
+/// reader frames them ([`Framer`]: `\r\n`, a BOM).
 fn chained_below(bytes: &[u8], leaf_uuid: &str) -> Vec<Value> {
     let mut last = leaf_uuid.to_owned();
     let mut out = Vec::new();
-    let complete = memchr::memrchr(b'\n', bytes).map_or(&bytes[..0], |end| &bytes[..end]);
-    for line in complete.split(|&b| b == b'\n') {
-        let Some(v) = parse_value(line) else {
-            continue;
+    Framer::new().frame_slice(bytes, |line| {
+        let Some(v) = parse_value(line.bytes) else {
+            return;
         };
         let below = matches!(
             v.get("type").and_then(Value::as_str),
@@ -53,7 +53,7 @@ fn chained_below(bytes: &[u8], leaf_uuid: &str) -> Vec<Value> {
             id.clone_into(&mut last);
             out.push(v);
         }
-    }
+    });
     out
 }
 
@@ -68,7 +68,7 @@ mod tests {
             r#"{"type":"user","parentUuid":"X","uuid":"u9"}"#,
             r#"{"type":"last-prompt","leafUuid":"L"}"#,
             r#"{"type":"system","subtype":"local_command","parentUuid":"OTHER","uuid":"s9"}"#,
-            r#"{"type":"system","subtype":"local_command","parentUuid":"s1","uuid":"s2","content":"out"}"#,
+            "{\"type\":\"system\",\"subtype\":\"local_command\",\"parentUuid\":\"s1\",\"uuid\":\"s2\",\"content\":\"out\"}\r",
             r#"{"type":"system","parentUuid":"s2","uuid":"torn""#,
         ];
         let bytes = lines.join("\n");

@@ -63,7 +63,8 @@ pub struct Conversation {
     inherited: usize,
     fork: Option<ForkContext>,
     retried: Option<String>,
-    cut_inside_response: bool,
+    /// Where the chain was cut (`--at`): the length of the cut chain.
+    cut_at: Option<usize>,
     /// The leaf was chosen (no `--leaf`, no `--at`, the resume view).
     chosen_leaf: bool,
 }
@@ -72,8 +73,14 @@ impl Conversation {
     /// Whether the chain was cut (`--at`) inside a response: the line after the cut is
     /// another line of the same assistant response, holding more than thinking. The client
     /// then keeps the cut reply as it stands ([`ApiOptions::cut_inside_response`](crate::view::ApiOptions)).
-    pub fn cut_inside_response(&self) -> bool {
-        self.cut_inside_response
+    /// Reads that one line, when asked (only the request needs it).
+    pub fn cut_inside_response(&self) -> Result<bool> {
+        let chain = &self.answer.resolution.chain;
+        let Some(next) = self.cut_at.and_then(|n| chain.get(n)) else {
+            return Ok(false);
+        };
+        let after = read_view(&self.path, std::slice::from_ref(next), &self.answer.names)?;
+        Ok(continues_response(self.entries.last(), after.first()))
     }
 
     /// The system and attachment entries the client's chain holds below the chosen leaf
@@ -393,13 +400,6 @@ impl Store {
 
     fn read_pending_once(&self, p: Pending) -> Result<Conversation> {
         let entries = read_view(&p.path, &p.chain, &p.answer.names)?;
-        let cut_inside_response = match p.answer.resolution.chain.get(p.chain.len()) {
-            Some(next) if p.opts.at.is_some() => {
-                let after = read_view(&p.path, std::slice::from_ref(next), &p.answer.names)?;
-                continues_response(entries.last(), after.first())
-            }
-            _ => false,
-        };
         // The answer's whole chain (neither cut nor made strict) is the view.
         if !p.opts.strict && p.opts.at.is_none() {
             let _ = self
@@ -413,7 +413,7 @@ impl Store {
             inherited: 0,
             fork: None,
             retried: None,
-            cut_inside_response,
+            cut_at: p.opts.at.is_some().then_some(p.chain.len()),
             chosen_leaf: p.opts.at.is_none() && p.opts.leaf.is_none() && !p.opts.full,
         })
     }
