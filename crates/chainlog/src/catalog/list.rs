@@ -344,7 +344,8 @@ fn list_scope_from(
     out
 }
 
-fn same_dir(a: &str, b: &str) -> bool {
+/// Whether two `cwd`s name the same folder (a trailing `/` aside).
+pub(crate) fn same_dir(a: &str, b: &str) -> bool {
     let t = |s: &str| {
         let s = s.trim_end_matches('/');
         if s.is_empty() {
