@@ -236,7 +236,7 @@ fn write_table(out: &mut impl Write, r: &UsageReport, source: &str) -> std::io::
     writeln!(out, "cache+ = cache writes, cache> = cache reads.")?;
     writeln!(
         out,
-        "Costs are estimates in USD from {source} (prices checked {}), not a bill.",
+        "Costs (USD) are estimates from {source}, checked {}.",
         r.prices_checked
     )?;
     if !r.unpriced_models.is_empty() {
