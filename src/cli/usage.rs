@@ -4,6 +4,7 @@
 //! narrows it to one. The cost is an estimate from the price table shipped with chainlog
 //! (or `--prices FILE`), and every output says so.
 
+use std::fmt::Write as _;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -156,9 +157,10 @@ const WIDTH: usize = 80;
 /// what the costs rest on.
 fn write_table(out: &mut impl Write, r: &UsageReport, source: &str) -> std::io::Result<()> {
     let numbers = |l: &[u64; 5]| {
-        l.iter()
-            .map(|&n| format!("  {:>NUM$}", human(n)))
-            .collect::<String>()
+        l.iter().fold(String::new(), |mut s, &n| {
+            let _ = write!(s, "  {:>NUM$}", human(n));
+            s
+        })
     };
     let counts = |t: &chainlog::usage::Tokens| {
         [
@@ -169,10 +171,12 @@ fn write_table(out: &mut impl Write, r: &UsageReport, source: &str) -> std::io::
             t.total(),
         ]
     };
-    let header_numbers: String = ["input", "output", "cache+", "cache>", "total"]
+    let header_numbers = ["input", "output", "cache+", "cache>", "total"]
         .iter()
-        .map(|h| format!("  {h:>NUM$}"))
-        .collect();
+        .fold(String::new(), |mut s, h| {
+            let _ = write!(s, "  {h:>NUM$}");
+            s
+        });
     if r.by == GroupBy::Day {
         const MODEL: usize = 15;
         writeln!(

@@ -8,6 +8,7 @@
 //! from Anthropic's published table, not read from chainlog's.
 
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use chainlog::Store;
@@ -212,7 +213,10 @@ fn check_models(row: &Value, want: &BTreeMap<String, Counts>) {
     let all = sum_models(want);
     assert_eq!(row["tokens"], tokens(&all), "{row}");
     assert!(close(row["costUsd"].as_f64().unwrap(), row_cost), "{row}");
-    assert_eq!(row.as_object().unwrap().keys().last().unwrap(), "schema");
+    assert_eq!(
+        row.as_object().unwrap().keys().next_back().unwrap(),
+        "schema"
+    );
 }
 
 fn sum_models(m: &BTreeMap<String, Counts>) -> Counts {
@@ -249,7 +253,6 @@ fn usage_of_generated_sessions_is_their_known_token_counts() {
         let main = write_session(&d.projects(), &s).unwrap();
         sessions.push((s.session_id.clone(), main));
     }
-    let project_files = |key: &str| transcripts(&d.projects().join(key));
     let all_files = transcripts(&d.projects());
     let everything = oracle(&all_files);
     assert!(everything.len() >= 4, "{everything:?}");
@@ -258,9 +261,14 @@ fn usage_of_generated_sessions_is_their_known_token_counts() {
         "{everything:?}"
     );
 
-    // ls --json: each session file's own rows.
+    check_ls(&d, sessions.len());
+    check_report(&d, &sessions, &everything);
+}
+
+/// `ls --json`: each session file's own rows, as the full scan computes them.
+fn check_ls(d: &Dirs, sessions: usize) {
     let listed = d.json(&["ls", "--all"]);
-    assert_eq!(listed.len(), sessions.len());
+    assert_eq!(listed.len(), sessions);
     for row in &listed {
         let path = PathBuf::from(row["path"].as_str().unwrap());
         let want: Vec<Value> = oracle(std::slice::from_ref(&path))
@@ -279,7 +287,15 @@ fn usage_of_generated_sessions_is_their_known_token_counts() {
             row["usage"]
         );
     }
+}
 
+/// `chainlog usage`: by day, project, session and model, `--since`/`--until`, the table.
+fn check_report(
+    d: &Dirs,
+    sessions: &[(String, PathBuf)],
+    everything: &BTreeMap<(String, String), Counts>,
+) {
+    let project_files = |key: &str| transcripts(&d.projects().join(key));
     // By day (the default), each day's models.
     let by_day = d.json(&["usage"]);
     let (total, rows) = by_day.split_last().unwrap();
@@ -300,7 +316,7 @@ fn usage_of_generated_sessions_is_their_known_token_counts() {
     assert_eq!(total["estimate"], true);
     let by_model: BTreeMap<String, Counts> = everything
         .keys()
-        .map(|(_, m)| (m.clone(), sum(&everything, |_, mm| mm == m)))
+        .map(|(_, m)| (m.clone(), sum(everything, |_, mm| mm == m)))
         .collect();
     check_models(total, &by_model);
     assert!(total["pricesChecked"].as_str().unwrap().len() == 10);
@@ -321,7 +337,7 @@ fn usage_of_generated_sessions_is_their_known_token_counts() {
     // By session: the session file and its agent files.
     let by_session = d.json(&["usage", "--by", "session"]);
     assert_eq!(by_session.len(), sessions.len() + 1);
-    for (sid, main) in &sessions {
+    for (sid, main) in sessions {
         let row = by_session
             .iter()
             .find(|r| r["session"] == sid.as_str())
@@ -375,7 +391,7 @@ fn usage_of_generated_sessions_is_their_known_token_counts() {
     assert!(table.contains("Costs (USD) are estimates"), "{table}");
     assert!(table.lines().any(|l| l.starts_with("total ")), "{table}");
     assert!(table.lines().all(|l| l.chars().count() <= 80), "{table}");
-    let usd = cost_total(&everything);
+    let usd = cost_total(everything);
     assert!(
         table.contains(&format!("${usd:.2}")),
         "{usd:.2} in\n{table}"
@@ -403,10 +419,11 @@ const FUTURE: &str = "claude-opus-9-20300101";
 /// sessions, a `<synthetic>` line and a model the table does not price.
 fn hand_session() -> String {
     let mut s = String::new();
-    s += &format!(
+    writeln!(
+        s,
         r#"{{"parentUuid":null,"isSidechain":false,"type":"user","uuid":"00000000-0000-4000-8000-000000000000","timestamp":"2025-03-01T23:59:00.000Z","sessionId":"{SID}","cwd":"/w","message":{{"role":"user","content":"go"}}}}"#
-    );
-    s.push('\n');
+    )
+    .unwrap();
     s += &assistant(
         1,
         "m1",

@@ -376,6 +376,21 @@ impl<'a> Shape<'a> for Present {
 impl Nested for Present {}
 impl Nested for Count {}
 
+/// The keys of `message.usage` that are read, in [`Tokens`]' order.
+const USAGE_KEYS: [&str; 4] = [
+    "input_tokens",
+    "output_tokens",
+    "cache_creation_input_tokens",
+    "cache_read_input_tokens",
+];
+/// [`USAGE_KEYS`] as notes name them.
+const USAGE_NAMES: [&str; 4] = [
+    "message.usage.input_tokens",
+    "message.usage.output_tokens",
+    "message.usage.cache_creation_input_tokens",
+    "message.usage.cache_read_input_tokens",
+];
+
 /// `message.usage`: the four token counts (other keys skipped).
 #[derive(Default)]
 struct RawUsage {
@@ -389,18 +404,13 @@ impl<'a> Shape<'a> for RawUsage {
         let mut notes = Vec::new();
         let mut f = Fields::new(map, &mut notes);
         while let Some(k) = f.key()? {
-            match k.0.as_ref() {
-                "input_tokens" => f.read(&mut counts[0], 0, "message.usage.input_tokens")?,
-                "output_tokens" => f.read(&mut counts[1], 1, "message.usage.output_tokens")?,
-                "cache_creation_input_tokens" => f.read(
-                    &mut counts[2],
-                    2,
-                    "message.usage.cache_creation_input_tokens",
+            match USAGE_KEYS.iter().position(|key| *key == k.0.as_ref()) {
+                Some(i) => f.read(
+                    &mut counts[i],
+                    u32::try_from(i).unwrap_or(0),
+                    USAGE_NAMES[i],
                 )?,
-                "cache_read_input_tokens" => {
-                    f.read(&mut counts[3], 3, "message.usage.cache_read_input_tokens")?
-                }
-                _ => f.skip()?,
+                None => f.skip()?,
             }
         }
         if f.number {

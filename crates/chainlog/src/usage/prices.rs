@@ -79,6 +79,7 @@ impl PriceTable {
 
     /// This table with `other`'s entries: an entry for a model this table has replaces it,
     /// the others are added; `checked` and `source` become `other`'s.
+    #[must_use]
     pub fn extended(mut self, other: PriceTable) -> PriceTable {
         for m in other.models {
             match self.models.iter_mut().find(|e| e.model == m.model) {
