@@ -719,6 +719,10 @@ impl Picker {
 
     /// The preview pane: the last messages of the selected session's shown branch.
     fn draw_preview(&self, f: &mut Frame, preview: ratatui::layout::Rect) {
+        let tokens = self
+            .selected()
+            .and_then(super::usage::summary)
+            .map_or_else(String::new, |t| format!(" {t} "));
         let (title, lines) = match self.selected() {
             None => (String::new(), Vec::new()),
             Some(s) => {
@@ -764,7 +768,7 @@ impl Picker {
             }
         };
         f.render_widget(
-            Paragraph::new(lines).block(Pane::bordered().title(title)),
+            Paragraph::new(lines).block(Pane::bordered().title(title).title_bottom(tokens)),
             preview,
         );
     }

@@ -253,6 +253,43 @@ fn write_table(out: &mut impl Write, r: &UsageReport, source: &str) -> std::io::
     Ok(())
 }
 
+/// The picker's one-line summary of a session file's tokens (its own file: sub-agents are
+/// in `chainlog usage --by session`), with the estimated cost; `None` without usage.
+pub fn summary(f: &chainlog::SessionFacts) -> Option<String> {
+    static PRICES: std::sync::OnceLock<PriceTable> = std::sync::OnceLock::new();
+    let prices = PRICES.get_or_init(PriceTable::builtin);
+    if f.usage.is_empty() {
+        return None;
+    }
+    let mut tokens = chainlog::usage::Tokens::default();
+    let mut by_model: Vec<(&str, u64)> = Vec::new();
+    let (mut usd, mut unpriced) = (0.0, false);
+    for r in &f.usage {
+        tokens.add(&r.tokens);
+        match prices.cost(&r.model, &r.tokens) {
+            Some(c) => usd += c,
+            None => unpriced = true,
+        }
+        match by_model.iter_mut().find(|(m, _)| *m == r.model) {
+            Some((_, n)) => *n += r.tokens.total(),
+            None => by_model.push((&r.model, r.tokens.total())),
+        }
+    }
+    by_model.sort_by(|a, b| b.1.cmp(&a.1));
+    let models: Vec<String> = by_model.iter().map(|(m, _)| short_model(m)).collect();
+    Some(format!(
+        "{} tokens (in {}, out {}, cache {} + {}) · {} · ~{}{} est.",
+        human(tokens.total()),
+        human(tokens.input_tokens),
+        human(tokens.output_tokens),
+        human(tokens.cache_creation_input_tokens),
+        human(tokens.cache_read_input_tokens),
+        models.join(", "),
+        dollars(usd),
+        if unpriced { "+?" } else { "" },
+    ))
+}
+
 /// `$12.34`; `?` when nothing of the line is priced, `+?` after the sum when part of it is not.
 fn line_cost(l: &UsageLine) -> String {
     let priced = l.tokens.total() > l.unpriced_tokens;
@@ -328,5 +365,31 @@ mod tests {
         assert_eq!(short_model(""), "(none)");
         assert_eq!(cut_left("-home-me-src-project", 8), "…project");
         assert_eq!(cut("abcdef", 4), "abc…");
+    }
+
+    #[test]
+    fn the_pickers_summary_names_tokens_models_and_cost() {
+        let row = |model: &str, input| chainlog::usage::UsageRow {
+            day: "2025-01-01".into(),
+            model: model.into(),
+            responses: 1,
+            tokens: chainlog::usage::Tokens {
+                input_tokens: input,
+                output_tokens: 1_000_000,
+                ..Default::default()
+            },
+        };
+        let mut f = chainlog::SessionFacts::default();
+        assert_eq!(summary(&f), None);
+        f.usage = vec![
+            row("claude-sonnet-4-5-20250929", 2_000_000),
+            row("claude-opus-4-5-20251101", 0),
+        ];
+        assert_eq!(
+            summary(&f).unwrap(),
+            "4.0M tokens (in 2.0M, out 2.0M, cache 0 + 0) · sonnet-4-5, opus-4-5 · ~$46.00 est."
+        );
+        f.usage.push(row("mystery", 0));
+        assert!(summary(&f).unwrap().ends_with("~$46.00+? est."));
     }
 }
