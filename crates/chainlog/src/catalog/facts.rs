@@ -131,7 +131,7 @@ pub struct SessionFacts {
     pub team_name: Option<String>,
     /// Token usage of the file's API responses by UTC day and model, sorted: every response
     /// in the file once (all branches), lines copied from another session left out (see
-    /// [`crate::transcript::usage`]). A session's sub-agent files have facts of their own.
+    /// [`crate::format::UsageTally`]). A session's sub-agent files have facts of their own.
     pub usage: Vec<UsageRow>,
     /// The uuids a summary of this session may name: the leaf and the system/attachment
     /// entries hanging after it.

@@ -72,7 +72,7 @@ impl Store {
     /// The token usage of every session of a scope (`project` as in
     /// [`ListOptions::project`], or every project with `all`), each with its sub-agents' files,
     /// from the facts in the index's listing table (a transcript that did not change since
-    /// its facts were stored is not read). Group and cost it with [`crate::usage::report`].
+    /// its facts were stored is not read). Group and cost it with [`crate::usage::report()`].
     pub fn usage(&self, project: Option<&Path>, all: bool) -> Result<crate::usage::Usage> {
         let claude = self.claude_dir()?;
         let scope = catalog::list::resolve_scope(&claude, project, all)?;

@@ -110,7 +110,11 @@ struct Response {
     copied: bool,
 }
 
-/// The responses of one file, in the order they first appear, deduplicated by `message.id`.
+/// The responses of one file, in the order they first appear, deduplicated by `message.id`:
+/// every response once (all branches), each count the largest among its lines; copies from
+/// other sessions (`forkedFrom`, a `requestSessionId` other than the line's `sessionId`) and
+/// `<synthetic>` replies are not counted. A line without `message.id` is its own response
+/// (keyed by its uuid).
 #[derive(Debug, Clone, Default)]
 pub struct UsageTally {
     responses: Vec<Response>,

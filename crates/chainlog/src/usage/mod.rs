@@ -4,10 +4,10 @@
 //! |---|---|
 //! | [`gather`] | each session's usage: its file's and its sub-agents' ([`SessionUsage`]) |
 //! | [`prices`] | the price table shipped with chainlog (`prices.json`) or read from a file |
-//! | [`report`] | rows by day, project, model or session, with tokens and estimated cost |
+//! | [`report`](mod@report) | rows by day, project, model or session, with tokens and estimated cost |
 //!
 //! What a file's usage counts (every API response once, all branches, copies from other
-//! sessions left out) is [`crate::transcript::usage`]'s; each file's rows are part of its
+//! sessions left out) is [`crate::format::UsageTally`]'s; each file's rows are part of its
 //! [`crate::SessionFacts`], so a report reads them from the index's listing table and reads
 //! no transcript that did not change.
 
