@@ -334,6 +334,12 @@ fn check_report(
         check_models(row, &want);
     }
 
+    // --project narrows the report to one project (given by key).
+    let only = d.json(&["usage", "--project", "-work-b", "--by", "project"]);
+    assert_eq!(only.len(), 2, "{only:?}");
+    assert_eq!(only[0]["project"], "-work-b");
+    assert_eq!(only[1]["tokens"], only[0]["tokens"]);
+
     // By session: the session file and its agent files.
     let by_session = d.json(&["usage", "--by", "session"]);
     assert_eq!(by_session.len(), sessions.len() + 1);
