@@ -838,7 +838,7 @@ mod tests {
             "tag": null, "messageCount": 2, "created": null, "modified": null,
             "fileModified": null, "bytes": 0, "forkedFrom": null, "agents": 0,
             "inlineAgents": 0, "badLines": 0, "prLink": null, "leafUuid": null,
-            "sidechain": false, "teamName": null, "tips": [], "foreignSummaries": []
+            "sidechain": false, "teamName": null, "usage": [], "tips": [], "foreignSummaries": []
         });
         serde_json::from_value(v).unwrap()
     }
