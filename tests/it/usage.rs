@@ -88,7 +88,7 @@ fn oracle(files: &[PathBuf]) -> BTreeMap<(String, String), Counts> {
 fn price(model: &str) -> Option<[f64; 4]> {
     if model.starts_with("claude-opus-4-5-") {
         Some([5.0, 25.0, 6.25, 0.5])
-    } else if model.starts_with("claude-sonnet-4-5-") {
+    } else if model.starts_with("claude-sonnet-4-5-") || model.starts_with("claude-sonnet-4-2025") {
         Some([3.0, 15.0, 3.75, 0.3])
     } else {
         None
@@ -660,4 +660,43 @@ fn unknown_models_are_unpriced_until_a_price_file_names_them() {
     assert_eq!((code, err.contains("not a day")), (2, true), "{err}");
     let (code, _, err) = d.run(&["usage", "--since", "2025-03-02", "--until", "2025-03-01"]);
     assert_eq!((code, err.contains("after")), (2, true), "{err}");
+}
+
+/// The real transcripts (responses spread over several lines whose `output_tokens` grows,
+/// sub-agent files): `chainlog usage` per model is what the oracle counts.
+#[test]
+fn real_transcripts_usage_is_the_oracles() {
+    let mut checked = 0;
+    for e in std::fs::read_dir(util::real_corpus()).unwrap().flatten() {
+        let claude = e.path();
+        if !claude.join("projects").is_dir() {
+            continue;
+        }
+        let index = tempfile::tempdir().unwrap();
+        let out = util::chainlog(&[
+            "--claude-dir",
+            claude.to_str().unwrap(),
+            "--index-dir",
+            index.path().to_str().unwrap(),
+            "--json",
+            "usage",
+            "--by",
+            "model",
+        ]);
+        assert!(out.status.success(), "{}", claude.display());
+        let lines: Vec<Value> = String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let o = oracle(&transcripts(&claude.join("projects")));
+        let want: BTreeMap<String, Counts> = o
+            .keys()
+            .map(|(_, m)| (m.clone(), sum(&o, |_, mm| mm == m)))
+            .collect();
+        assert!(!want.is_empty(), "{}", claude.display());
+        check_models(lines.last().unwrap(), &want);
+        checked += 1;
+    }
+    assert!(checked >= 3);
 }
