@@ -275,7 +275,7 @@ pub fn summary(f: &chainlog::SessionFacts) -> Option<String> {
             None => by_model.push((&r.model, r.tokens.total())),
         }
     }
-    by_model.sort_by(|a, b| b.1.cmp(&a.1));
+    by_model.sort_by_key(|m| std::cmp::Reverse(m.1));
     let models: Vec<String> = by_model.iter().map(|(m, _)| short_model(m)).collect();
     Some(format!(
         "{} tokens (in {}, out {}, cache {} + {}) · {} · ~{}{} est.",
