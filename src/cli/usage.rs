@@ -57,22 +57,24 @@ pub struct UsageArgs {
     pub prices: Option<PathBuf>,
 }
 
-pub fn run(cli: &Cli, a: &UsageArgs, out: &mut impl Write) -> CliResult {
-    let day = |d: &Option<String>| {
-        d.as_deref()
-            .map(parse_day)
-            .transpose()
-            .map_err(CliError::usage)
-    };
+/// `--since`/`--until` as a range of days (`usage` and `ls`); a day that does not parse, or
+/// a range that ends before it starts, is a usage error (exit 2).
+pub fn day_range(since: Option<&str>, until: Option<&str>) -> Result<DayRange, CliError> {
+    let day = |d: Option<&str>| d.map(parse_day).transpose().map_err(CliError::usage);
     let days = DayRange {
-        since: day(&a.since)?,
-        until: day(&a.until)?,
+        since: day(since)?,
+        until: day(until)?,
     };
     if let (Some(s), Some(u)) = (&days.since, &days.until)
         && s > u
     {
         return Err(CliError::usage(format!("--since {s} is after --until {u}")));
     }
+    Ok(days)
+}
+
+pub fn run(cli: &Cli, a: &UsageArgs, out: &mut impl Write) -> CliResult {
+    let days = day_range(a.since.as_deref(), a.until.as_deref())?;
     let prices = match &a.prices {
         None => PriceTable::builtin(),
         Some(path) => {

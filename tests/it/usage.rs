@@ -289,6 +289,61 @@ fn check_ls(d: &Dirs, sessions: usize) {
     }
 }
 
+/// `ls --since/--until` keep the sessions whose last message (first with `--sort created`)
+/// is in the range; a bad day is exit 2.
+#[test]
+fn ls_since_and_until_keep_the_sessions_of_the_days() {
+    let d = Dirs::new();
+    for seed in 1..=3u64 {
+        let s = generate(&GenOptions::plain(seed, 10_000));
+        write_session(&d.projects(), &s).unwrap();
+    }
+    let all = d.json(&["ls", "--all"]);
+    assert_eq!(all.len(), 3);
+    let day = |r: &Value, k: &str| r[k].as_str().unwrap()[..10].to_owned();
+    let mut days: Vec<String> = all.iter().map(|r| day(r, "modified")).collect();
+    days.sort();
+    days.dedup();
+    assert!(days.len() >= 2, "{days:?}");
+    let ids = |rows: &[Value]| -> Vec<String> {
+        let mut v: Vec<String> = rows.iter().map(|r| r["sessionId"].to_string()).collect();
+        v.sort();
+        v
+    };
+    for (i, dd) in days.iter().enumerate() {
+        let want: Vec<Value> = all
+            .iter()
+            .filter(|r| day(r, "modified") == *dd)
+            .cloned()
+            .collect();
+        assert_eq!(
+            ids(&d.json(&["ls", "--all", "--since", dd, "--until", dd])),
+            ids(&want)
+        );
+        let later: Vec<Value> = all
+            .iter()
+            .filter(|r| day(r, "modified") >= *dd)
+            .cloned()
+            .collect();
+        assert_eq!(
+            ids(&d.json(&["ls", "--all", "--since", dd])),
+            ids(&later),
+            "{i}"
+        );
+        let created: Vec<Value> = all
+            .iter()
+            .filter(|r| day(r, "created") <= *dd)
+            .cloned()
+            .collect();
+        assert_eq!(
+            ids(&d.json(&["ls", "--all", "--sort", "created", "--until", dd])),
+            ids(&created)
+        );
+    }
+    let (code, _, err) = d.run(&["ls", "--all", "--since", "2025-13-01"]);
+    assert_eq!((code, err.contains("not a day")), (2, true), "{err}");
+}
+
 /// `chainlog usage`: by day, project, session and model, `--since`/`--until`, the table.
 fn check_report(
     d: &Dirs,

@@ -176,6 +176,33 @@ pub fn day_of(ms: i64) -> String {
         .unwrap_or_default()
 }
 
+/// Days a report or listing covers (inclusive, UTC, `YYYY-MM-DD`); `None` is open.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DayRange {
+    /// The first day.
+    pub since: Option<String>,
+    /// The last day.
+    pub until: Option<String>,
+}
+
+impl DayRange {
+    /// Whether `day` is in the range; a response without a day is only in an open range.
+    pub fn contains(&self, day: &str) -> bool {
+        if day.is_empty() {
+            return self.since.is_none() && self.until.is_none();
+        }
+        self.since.as_deref().is_none_or(|s| day >= s)
+            && self.until.as_deref().is_none_or(|u| day <= u)
+    }
+}
+
+/// `text` as a day (`YYYY-MM-DD`), normalised; the error says what was expected.
+pub fn parse_day(text: &str) -> Result<String, String> {
+    chrono::NaiveDate::parse_from_str(text.trim(), "%Y-%m-%d")
+        .map(|d| d.format("%Y-%m-%d").to_string())
+        .map_err(|_| format!("{text:?} is not a day (YYYY-MM-DD)"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -15,10 +15,10 @@ pub mod gather;
 pub mod prices;
 pub mod report;
 
-pub use crate::transcript::usage::{Tokens, UsageRow};
+pub use crate::transcript::usage::{DayRange, Tokens, UsageRow, parse_day};
 pub use gather::SessionUsage;
 pub use prices::{ModelPrice, PriceTable};
-pub use report::{DayRange, GroupBy, ModelUsage, UsageLine, UsageReport, parse_day, report};
+pub use report::{GroupBy, ModelUsage, UsageLine, UsageReport, report};
 
 /// The sessions of a scope with their usage, and the files that could not be read.
 #[derive(Debug, Default)]
