@@ -39,6 +39,14 @@ pub struct LsArgs {
     /// The order (newest first).
     #[arg(long, value_enum, default_value_t = SortArg::Modified)]
     pub sort: SortArg,
+    /// Only sessions whose last message (first with `--sort created`) is on this UTC day or
+    /// later.
+    #[arg(long, value_name = "YYYY-MM-DD")]
+    pub since: Option<String>,
+    /// Only sessions whose last message (first with `--sort created`) is on this UTC day or
+    /// earlier.
+    #[arg(long, value_name = "YYYY-MM-DD")]
+    pub until: Option<String>,
     /// Also list sessions without a message (metadata-only or empty files).
     #[arg(long)]
     pub include_empty: bool,
@@ -67,6 +75,7 @@ pub fn run(cli: &Cli, a: &LsArgs, out: &mut impl Write) -> CliResult {
             SortArg::Modified => SortBy::Modified,
             SortArg::Created => SortBy::Created,
         },
+        days: super::usage::day_range(a.since.as_deref(), a.until.as_deref())?,
     };
     // Title and prompts, or any message that matches in the full-text index.
     let chainlog::Listing {

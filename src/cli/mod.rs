@@ -16,6 +16,7 @@ mod resume;
 mod search;
 mod sync;
 mod table;
+mod usage;
 mod write;
 
 use std::io::Write;
@@ -70,6 +71,9 @@ pub enum Command {
     Search(search::SearchArgs),
     /// Write a session as Markdown, self-contained HTML or JSONL.
     Export(export::ExportArgs),
+    /// Tokens and estimated cost (USD, from a price table) by day, project, model or session;
+    /// every project unless `--project` is given.
+    Usage(usage::UsageArgs),
     /// Push this machine's sessions to S3-compatible storage or a folder and pull the other
     /// machines' (sessions on every machine).
     Sync(sync::SyncArgs),
@@ -159,6 +163,7 @@ pub fn main() -> ExitCode {
         Command::Verify(a) => index_cmd::run(&cli, a, index_cmd::Verb::Verify, &mut out),
         Command::Export(a) => export::run(&cli, a, &mut out),
         Command::Search(a) => search::run(&cli, a, &mut out),
+        Command::Usage(a) => usage::run(&cli, a, &mut out),
         Command::Sync(a) => sync::run(&cli, a, &mut out),
         Command::Gen(a) => gen_cmd(a),
         Command::Append(a) => write::append(&cli, a, &mut out),

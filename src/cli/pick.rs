@@ -727,6 +727,10 @@ impl Picker {
 
     /// The preview pane: the last messages of the selected session's shown branch.
     fn draw_preview(&self, f: &mut Frame, preview: ratatui::layout::Rect) {
+        let tokens = self
+            .selected()
+            .and_then(super::usage::summary)
+            .map_or_else(String::new, |t| format!(" {t} "));
         let (title, lines) = match self.selected() {
             None => (String::new(), Vec::new()),
             Some(s) => {
@@ -772,7 +776,7 @@ impl Picker {
             }
         };
         f.render_widget(
-            Paragraph::new(lines).block(Pane::bordered().title(title)),
+            Paragraph::new(lines).block(Pane::bordered().title(title).title_bottom(tokens)),
             preview,
         );
     }
@@ -842,7 +846,7 @@ mod tests {
             "tag": null, "messageCount": 2, "created": null, "modified": null,
             "fileModified": null, "bytes": 0, "forkedFrom": null, "agents": 0,
             "inlineAgents": 0, "badLines": 0, "prLink": null, "leafUuid": null,
-            "sidechain": false, "teamName": null, "tips": [], "foreignSummaries": []
+            "sidechain": false, "teamName": null, "usage": [], "tips": [], "foreignSummaries": []
         });
         serde_json::from_value(v).unwrap()
     }

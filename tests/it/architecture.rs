@@ -427,7 +427,7 @@ const LAYERS: &[&[&str]] = &[
     &["resume"],
     &["index"],
     &["catalog"],
-    &["export", "search", "writer"],
+    &["export", "search", "usage", "writer"],
     &["sync"],
     &["store"],
 ];

@@ -37,5 +37,6 @@ mod sync;
 mod sync_garage;
 mod sync_properties;
 mod tty;
+mod usage;
 mod writer;
 mod writer_processes;

@@ -61,6 +61,7 @@ mod sync;
 #[cfg(test)]
 mod testing;
 mod transcript;
+pub mod usage;
 pub mod writer;
 
 // The concepts: a store, its listings and conversations, and what they are made of.
@@ -125,6 +126,9 @@ pub mod format {
     pub use crate::transcript::metadata::{MetaRef, Metadata};
     pub use crate::transcript::time::format_millis;
     pub use crate::transcript::upgrade::{STEPS as UPGRADE_STEPS, upgrade};
+    pub use crate::transcript::usage::{
+        LineUsage, SYNTHETIC_MODEL, Tokens, UsageRow, UsageTally, day_of,
+    };
 }
 
 /// The index sidecar below a [`Store`]: cached per-file facts, verification against the

@@ -34,6 +34,7 @@ use crate::id::Id;
 use crate::resume::body::entry;
 use crate::transcript::envelope::{Flags, Kind, hash64};
 use crate::transcript::time::format_millis;
+use crate::transcript::usage::UsageRow;
 
 /// The title of a session with nothing better to show.
 pub const UNTITLED: &str = "(session)";
@@ -128,6 +129,10 @@ pub struct SessionFacts {
     pub sidechain: bool,
     /// `teamName` of the first message: a team (teammate) transcript, not listed.
     pub team_name: Option<String>,
+    /// Token usage of the file's API responses by UTC day and model, sorted: every response
+    /// in the file once (all branches), lines copied from another session left out (see
+    /// [`crate::format::UsageTally`]). A session's sub-agent files have facts of their own.
+    pub usage: Vec<UsageRow>,
     /// The uuids a summary of this session may name: the leaf and the system/attachment
     /// entries hanging after it.
     pub tips: Vec<String>,
@@ -212,6 +217,7 @@ impl SessionFacts {
             leaf_uuid: &self.leaf_uuid,
             sidechain: self.sidechain,
             team_name: &self.team_name,
+            usage: &self.usage,
             schema,
         };
         let start = line.len();
@@ -277,6 +283,7 @@ struct ListingJson<'a> {
     leaf_uuid: &'a Option<String>,
     sidechain: bool,
     team_name: &'a Option<String>,
+    usage: &'a [UsageRow],
     schema: u32,
 }
 
@@ -441,6 +448,7 @@ fn facts_from(
         leaf_uuid: leaf.map(|id| t.names.name(id)),
         sidechain: all_sidechain,
         team_name: field(&first, "teamName"),
+        usage: t.usage.rows(),
         tips: tips.iter().map(|&id| t.names.name(id)).collect(),
         foreign_summaries,
     };

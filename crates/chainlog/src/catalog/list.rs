@@ -25,6 +25,7 @@ use super::discover::{
 use super::facts::SessionFacts;
 use super::paths::{key_matches, normalize_cwd, project_key, projects_root};
 use crate::error::{Error, Result};
+use crate::transcript::usage::DayRange;
 
 /// The order of a listing (newest first).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -58,6 +59,10 @@ pub struct ListOptions {
     pub limit: Option<usize>,
     /// The order.
     pub sort: SortBy,
+    /// Keep sessions whose time the listing sorts by (the last message's, or the first's with
+    /// [`SortBy::Created`]) falls on these UTC days; sessions without a message only when the
+    /// range is open.
+    pub days: DayRange,
 }
 
 impl ListOptions {
@@ -231,7 +236,14 @@ pub fn list_sessions_from(
                     .as_ref()
                     .is_some_and(|h| h.contains(&f.path))
         });
+        let time = match opts.sort {
+            SortBy::Modified => f.modified.as_deref(),
+            SortBy::Created => f.created.as_deref(),
+        };
         search_ok
+            && opts
+                .days
+                .contains(time.and_then(|t| t.get(..10)).unwrap_or(""))
             && opts
                 .tag
                 .as_deref()
@@ -344,7 +356,8 @@ fn list_scope_from(
     out
 }
 
-fn same_dir(a: &str, b: &str) -> bool {
+/// Whether two `cwd`s name the same folder (a trailing `/` aside).
+pub(crate) fn same_dir(a: &str, b: &str) -> bool {
     let t = |s: &str| {
         let s = s.trim_end_matches('/');
         if s.is_empty() {

@@ -14,6 +14,7 @@ use crate::id::{Id, IdNames};
 use crate::transcript::envelope::{Entry, Kind, LineProblem, MessageHead, parse_framed};
 use crate::transcript::frame::{FrameSummary, Framer, Line, LinePos};
 use crate::transcript::metadata::Metadata;
+use crate::transcript::usage::UsageTally;
 
 /// One message of the map `uuid → entry` (format.md §A5 step 2).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -55,6 +56,8 @@ pub struct Transcript {
     pub frame: FrameSummary,
     /// uuids written more than once.
     pub duplicates: Vec<Id>,
+    /// Token usage of the file's API responses (every branch; see [`UsageTally`]).
+    pub usage: UsageTally,
     index: HashMap<Id, usize>,
 }
 
@@ -96,6 +99,9 @@ impl Transcript {
         if let Some(problem) = parsed.note_problem() {
             self.bad_lines.push(BadLine { pos, problem });
         }
+        if let (Some(usage), Ok(Entry::Message(head))) = (&parsed.usage, &parsed.entry) {
+            self.usage.add(response_key(head), head.timestamp, usage);
+        }
         match parsed.entry {
             Err(problem) => self.bad_lines.push(BadLine { pos, problem }),
             Ok(Entry::Meta(meta)) => self.metadata.add(&meta, pos),
@@ -121,4 +127,11 @@ impl Transcript {
             }
         }
     }
+}
+
+/// What identifies a line's API response: the hash of its `message.id`, else (no id to
+/// deduplicate by) a hash of its uuid, so a line written twice still counts once.
+pub fn response_key(head: &MessageHead) -> u64 {
+    head.message_id
+        .unwrap_or_else(|| xxhash_rust::xxh3::xxh3_64(&head.uuid.0) ^ 0x9e37_79b9_7f4a_7c15)
 }

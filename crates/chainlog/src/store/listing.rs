@@ -69,6 +69,20 @@ impl Store {
         Ok(Listing { sessions, skipped })
     }
 
+    /// The token usage of every session of a scope (`project` as in
+    /// [`ListOptions::project`], or every project with `all`), each with its sub-agents' files,
+    /// from the facts in the index's listing table (a transcript that did not change since
+    /// its facts were stored is not read). Group and cost it with [`crate::usage::report()`].
+    pub fn usage(&self, project: Option<&Path>, all: bool) -> Result<crate::usage::Usage> {
+        let claude = self.claude_dir()?;
+        let scope = catalog::list::resolve_scope(&claude, project, all)?;
+        let mut cache = self.facts_cache();
+        let mut skipped = Vec::new();
+        let sessions = crate::usage::gather::gather(&scope, &mut cache, &mut skipped);
+        cache.flush()?;
+        Ok(crate::usage::Usage { sessions, skipped })
+    }
+
     /// Fills the listing rows of the session files among `paths` (`chainlog index` does
     /// after its catch-ups), so the next listing of them reads no transcript. Returns how
     /// many were scanned and how many rows were already current.

@@ -14,8 +14,9 @@ use std::borrow::Cow;
 use serde::de::{self, IgnoredAny, SeqAccess};
 
 pub use super::loose::FieldNote;
-use super::loose::{Fields, Loose, Shape};
+use super::loose::{Count, Fields, Loose, Shape};
 use super::time::parse_millis;
+use super::usage::{LineUsage, Tokens};
 use crate::id::{Id, IdNames};
 
 /// What kind of message a line is (the tree participants plus legacy progress).
@@ -244,6 +245,8 @@ pub struct ParsedLine {
     pub repaired: bool,
     /// Fields of the kept entry that could not be read or were duplicated.
     pub notes: Vec<FieldNote>,
+    /// What an assistant line with `message.usage` says its response cost.
+    pub usage: Option<LineUsage>,
 }
 
 impl ParsedLine {
@@ -335,12 +338,102 @@ loose_struct!(RawEnvelope, "", {
     agent_name: Cow<'a, str> = "agentName",
     mode: Cow<'a, str> = "mode",
     permission_mode: Cow<'a, str> = "permissionMode",
+    forked_from: Present = "forkedFrom",
+    request_session_id: Cow<'a, str> = "requestSessionId",
 });
 
 loose_struct!(RawMessage, "message.", {
     id: Cow<'a, str> = "id",
     content: ContentProbe = "content",
+    model: Cow<'a, str> = "model",
+    usage: RawUsage = "usage",
 });
+
+/// A field that counts by being there (any value but `null`): `forkedFrom`.
+#[derive(Default)]
+struct Present;
+
+impl<'a> Shape<'a> for Present {
+    fn from_str(_: Cow<'a, str>) -> Option<Self> {
+        Some(Present)
+    }
+    fn from_bool(_: bool) -> Option<Self> {
+        Some(Present)
+    }
+    fn from_u64(_: u64) -> Option<Self> {
+        Some(Present)
+    }
+    fn from_map<A: de::MapAccess<'a>>(mut map: A) -> Result<Option<Self>, A::Error> {
+        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+        Ok(Some(Present))
+    }
+    fn from_seq<A: SeqAccess<'a>>(mut seq: A) -> Result<Option<Self>, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(Some(Present))
+    }
+}
+
+impl Nested for Present {}
+impl Nested for Count {}
+
+/// The keys of `message.usage` that are read, in [`Tokens`]' order.
+const USAGE_KEYS: [&str; 4] = [
+    "input_tokens",
+    "output_tokens",
+    "cache_creation_input_tokens",
+    "cache_read_input_tokens",
+];
+/// [`USAGE_KEYS`] as notes name them.
+const USAGE_NAMES: [&str; 4] = [
+    "message.usage.input_tokens",
+    "message.usage.output_tokens",
+    "message.usage.cache_creation_input_tokens",
+    "message.usage.cache_read_input_tokens",
+];
+
+/// `message.usage`: the four token counts (other keys skipped).
+#[derive(Default)]
+struct RawUsage {
+    tokens: Tokens,
+    notes: Vec<FieldNote>,
+}
+
+impl<'a> Shape<'a> for RawUsage {
+    fn from_map<A: de::MapAccess<'a>>(map: A) -> Result<Option<Self>, A::Error> {
+        let mut counts: [Loose<Count>; 4] = Default::default();
+        let mut notes = Vec::new();
+        let mut f = Fields::new(map, &mut notes);
+        while let Some(k) = f.key()? {
+            match USAGE_KEYS.iter().position(|key| *key == k.0.as_ref()) {
+                Some(i) => f.read(
+                    &mut counts[i],
+                    u32::try_from(i).unwrap_or(0),
+                    USAGE_NAMES[i],
+                )?,
+                None => f.skip()?,
+            }
+        }
+        if f.number {
+            return Ok(None);
+        }
+        let n = |i: usize| counts[i].get().map_or(0, |c| c.0);
+        Ok(Some(RawUsage {
+            tokens: Tokens {
+                input_tokens: n(0),
+                output_tokens: n(1),
+                cache_creation_input_tokens: n(2),
+                cache_read_input_tokens: n(3),
+            },
+            notes,
+        }))
+    }
+}
+
+impl Nested for RawUsage {
+    fn take_notes(&mut self) -> Vec<FieldNote> {
+        std::mem::take(&mut self.notes)
+    }
+}
 
 loose_struct!(RawCompact, "compactMetadata.", {
     preserved_segment: RawSegment<'a> = "preservedSegment",
@@ -465,6 +558,7 @@ pub fn parse_framed(line: &super::frame::Line<'_>, names: &mut IdNames) -> Parse
             entry: Err(LineProblem::TooLong),
             repaired: false,
             notes: Vec::new(),
+            usage: None,
         };
     }
     parse_line(line.bytes, names)
@@ -473,28 +567,32 @@ pub fn parse_framed(line: &super::frame::Line<'_>, names: &mut IdNames) -> Parse
 /// Parses one framed line. `names` collects the text of ids that are not canonical UUIDs.
 pub fn parse_line(bytes: &[u8], names: &mut IdNames) -> ParsedLine {
     match parse_strict(bytes, names) {
-        Ok((entry, notes)) => ParsedLine {
+        Ok((entry, notes, usage)) => ParsedLine {
             entry,
             repaired: false,
             notes,
+            usage,
         },
         Err(err) => match super::lossy::repair(bytes) {
             Some(fixed) => match parse_strict(&fixed, names) {
-                Ok((entry, notes)) => ParsedLine {
+                Ok((entry, notes, usage)) => ParsedLine {
                     entry,
                     repaired: true,
                     notes,
+                    usage,
                 },
                 Err(_) => ParsedLine {
                     entry: Err(json_problem(bytes, err)),
                     repaired: false,
                     notes: Vec::new(),
+                    usage: None,
                 },
             },
             None => ParsedLine {
                 entry: Err(json_problem(bytes, err)),
                 repaired: false,
                 notes: Vec::new(),
+                usage: None,
             },
         },
     }
@@ -508,23 +606,47 @@ fn json_problem(bytes: &[u8], err: String) -> LineProblem {
     }
 }
 
-type Strict = (Result<Entry, LineProblem>, Vec<FieldNote>);
+type Strict = (
+    Result<Entry, LineProblem>,
+    Vec<FieldNote>,
+    Option<LineUsage>,
+);
 
 fn parse_strict(bytes: &[u8], names: &mut IdNames) -> Result<Strict, String> {
     let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
     if first != Some(&b'{') {
         // Valid JSON that is not an object, or not JSON at all.
         return match serde_json::from_slice::<IgnoredAny>(bytes) {
-            Ok(_) => Ok((Err(LineProblem::NotAnObject), Vec::new())),
+            Ok(_) => Ok((Err(LineProblem::NotAnObject), Vec::new(), None)),
             Err(e) => Err(e.to_string()),
         };
     }
     let raw: Loose<RawEnvelope<'_>> = serde_json::from_slice(bytes).map_err(|e| e.to_string())?;
     let Loose::Set(mut raw) = raw else {
-        return Ok((Err(LineProblem::NotAnObject), Vec::new()));
+        return Ok((Err(LineProblem::NotAnObject), Vec::new(), None));
     };
     let entry = classify(&raw, names);
-    Ok((entry, std::mem::take(&mut raw.notes)))
+    let usage = match &entry {
+        Ok(Entry::Message(h)) if h.kind == Kind::Assistant => line_usage(&raw),
+        _ => None,
+    };
+    Ok((entry, std::mem::take(&mut raw.notes), usage))
+}
+
+/// The usage an assistant line reports (`None` without `message.usage`).
+fn line_usage(raw: &RawEnvelope<'_>) -> Option<LineUsage> {
+    let message = raw.message.get()?;
+    let usage = message.usage.get()?;
+    let copied = raw.forked_from.get().is_some()
+        || raw
+            .request_session_id
+            .as_deref()
+            .is_some_and(|r| Some(r) != raw.session_id.as_deref());
+    Some(LineUsage {
+        model: message.model.as_deref().unwrap_or_default().to_owned(),
+        tokens: usage.tokens,
+        copied,
+    })
 }
 
 fn classify(raw: &RawEnvelope<'_>, names: &mut IdNames) -> Result<Entry, LineProblem> {
@@ -670,6 +792,53 @@ mod tests {
             m.parent,
             Some(Id::from_text("00000000-0000-4000-8000-000000000001"))
         );
+    }
+
+    #[test]
+    fn assistant_lines_carry_their_usage() {
+        let line = |extra: &str, usage: &str| {
+            format!(
+                r#"{{"parentUuid":null,"type":"assistant","uuid":"00000000-0000-4000-8000-000000000002","sessionId":"s"{extra},"message":{{"id":"msg_1","model":"claude-sonnet-4-5-20250929","role":"assistant","content":[],"usage":{usage}}}}}"#
+            )
+        };
+        let full = r#"{"input_tokens":3,"cache_creation_input_tokens":1331,"cache_read_input_tokens":14874,"cache_creation":{"ephemeral_5m_input_tokens":1331},"output_tokens":172,"service_tier":"standard"}"#;
+        let p = parse(&line("", full));
+        let u = p.usage.expect("usage");
+        assert_eq!(u.model, "claude-sonnet-4-5-20250929");
+        assert_eq!(
+            u.tokens,
+            Tokens {
+                input_tokens: 3,
+                output_tokens: 172,
+                cache_creation_input_tokens: 1331,
+                cache_read_input_tokens: 14874,
+            }
+        );
+        assert!(!u.copied);
+        assert!(p.notes.is_empty());
+        // Copies from other sessions are marked.
+        let forked = r#","forkedFrom":{"sessionId":"o","messageUuid":"x"}"#;
+        assert!(parse(&line(forked, full)).usage.unwrap().copied);
+        assert!(
+            parse(&line(r#","requestSessionId":"o""#, full))
+                .usage
+                .unwrap()
+                .copied
+        );
+        assert!(
+            !parse(&line(r#","requestSessionId":"s""#, full))
+                .usage
+                .unwrap()
+                .copied
+        );
+        // A count that is not a count is absent, and noted.
+        let p = parse(&line("", r#"{"input_tokens":1.5,"output_tokens":-1}"#));
+        assert_eq!(p.usage.unwrap().tokens, Tokens::default());
+        assert_eq!(p.notes.len(), 2);
+        // User lines and lines without usage carry none.
+        assert!(parse(&line("", "null")).usage.is_none());
+        let user = line("", full).replace(r#""type":"assistant""#, r#""type":"user""#);
+        assert!(parse(&user).usage.is_none());
     }
 
     #[test]

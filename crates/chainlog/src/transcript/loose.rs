@@ -77,6 +77,11 @@ pub trait Shape<'de>: Sized {
     fn from_bool(_: bool) -> Option<Self> {
         None
     }
+    /// From a non-negative integer (without `arbitrary_precision`; with it, numbers come as
+    /// a one-entry map, see [`Count`]).
+    fn from_u64(_: u64) -> Option<Self> {
+        None
+    }
     /// From an object (must consume it).
     fn from_map<A: MapAccess<'de>>(mut map: A) -> Result<Option<Self>, A::Error> {
         while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
@@ -104,6 +109,33 @@ impl Shape<'_> for bool {
 /// The key `serde_json` (`arbitrary_precision`) uses to hand a number over as a one-entry map.
 const NUMBER_KEY: &str = "$serde_json::private::Number";
 
+/// A count: a non-negative integer written as one (`12`; not `12.0`, `-1` or `"12"`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Count(pub u64);
+
+impl<'de> Shape<'de> for Count {
+    fn from_u64(n: u64) -> Option<Self> {
+        Some(Count(n))
+    }
+
+    fn from_map<A: MapAccess<'de>>(mut map: A) -> Result<Option<Self>, A::Error> {
+        // `arbitrary_precision` hands a number over as `{NUMBER_KEY: "<its text>"}`; any other
+        // object is not a count.
+        let mut out = None;
+        let mut object = false;
+        while let Some(k) = map.next_key::<Key<'de>>()? {
+            if k.0 == NUMBER_KEY && !object {
+                let text: String = map.next_value()?;
+                out = text.parse::<u64>().ok().map(Count);
+            } else {
+                object = true;
+                map.next_value::<IgnoredAny>()?;
+            }
+        }
+        Ok(if object { None } else { out })
+    }
+}
+
 impl<'de, T: Shape<'de>> Deserialize<'de> for Loose<T> {
     fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         struct V<T>(PhantomData<T>);
@@ -130,8 +162,8 @@ impl<'de, T: Shape<'de>> Deserialize<'de> for Loose<T> {
             fn visit_i64<E: de::Error>(self, _: i64) -> Result<Self::Value, E> {
                 Ok(Loose::Unreadable)
             }
-            fn visit_u64<E: de::Error>(self, _: u64) -> Result<Self::Value, E> {
-                Ok(Loose::Unreadable)
+            fn visit_u64<E: de::Error>(self, n: u64) -> Result<Self::Value, E> {
+                Ok(set(T::from_u64(n)))
             }
             fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
                 Ok(Loose::Unreadable)

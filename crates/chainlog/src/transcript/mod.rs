@@ -11,3 +11,4 @@ pub mod lossy;
 pub mod metadata;
 pub mod time;
 pub mod upgrade;
+pub mod usage;
