@@ -105,6 +105,7 @@ fn main() {
         project: None,
         all: true,
         limit: 20,
+        ..SearchOptions::default()
     };
     let start = Instant::now();
     let built = store.search_catch_up(&opts).unwrap();

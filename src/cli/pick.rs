@@ -535,6 +535,7 @@ impl Picker {
             project: self.project.clone(),
             all: self.all,
             limit: 0,
+            ..Default::default()
         };
         let (tx, answer) = std::sync::mpsc::channel();
         let store = store.clone();

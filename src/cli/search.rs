@@ -17,6 +17,12 @@ pub struct SearchArgs {
     /// At most N hits.
     #[arg(long, value_name = "N", default_value_t = 20)]
     pub limit: usize,
+    /// Only messages of this UTC day or later.
+    #[arg(long, value_name = "YYYY-MM-DD")]
+    pub since: Option<String>,
+    /// Only messages of this UTC day or earlier.
+    #[arg(long, value_name = "YYYY-MM-DD")]
+    pub until: Option<String>,
     /// Open the picker on the sessions the query matches instead of printing hits; Enter
     /// resumes one with `claude` as `chainlog pick` does (its folder, a branch copied first).
     #[arg(long)]
@@ -41,6 +47,7 @@ pub fn run(cli: &Cli, a: &SearchArgs, out: &mut impl Write) -> CliResult {
         project: a.scope.project.clone(),
         all: a.scope.all,
         limit: a.limit,
+        days: super::usage::day_range(a.since.as_deref(), a.until.as_deref())?,
     };
     let chainlog::search::Found { hits, skipped } =
         super::reading_store(cli)?.search(&a.query, &opts)?;

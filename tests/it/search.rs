@@ -321,3 +321,77 @@ fn search_all_skips_an_unreadable_transcript_and_says_so() {
         "the unreadable one is named: {err}"
     );
 }
+
+/// Issue #33: `search --since/--until` keeps the messages of those UTC days, as a condition of
+/// the query (the limit counts only messages in range); a day that does not parse is exit 2.
+#[test]
+fn since_and_until_keep_the_messages_of_those_days() {
+    let fx = fx();
+    let june = fx.claude.join("projects/-work-june");
+    std::fs::create_dir_all(&june).unwrap();
+    let later = session().replace("2025-05-01T", "2025-06-10T").replace(
+        "11111111-1111-4111-8111-111111111111",
+        "22222222-1111-4111-8111-111111111111",
+    );
+    std::fs::write(
+        june.join("22222222-1111-4111-8111-111111111111.jsonl"),
+        later,
+    )
+    .unwrap();
+    let sessions = |since: Option<&str>, until: Option<&str>, limit: usize| {
+        let opts = SearchOptions {
+            all: true,
+            limit,
+            days: chainlog::usage::DayRange {
+                since: since.map(str::to_owned),
+                until: until.map(str::to_owned),
+            },
+            ..SearchOptions::default()
+        };
+        let mut ids: Vec<String> = fx
+            .store
+            .search("rsync", &opts)
+            .unwrap()
+            .hits
+            .into_iter()
+            .map(|h| h.session_id[..8].to_owned())
+            .collect();
+        ids.sort();
+        ids
+    };
+    assert_eq!(sessions(None, None, 20), ["11111111", "22222222"]);
+    assert_eq!(sessions(Some("2025-06-01"), None, 20), ["22222222"]);
+    assert_eq!(sessions(None, Some("2025-05-31"), 20), ["11111111"]);
+    assert_eq!(
+        sessions(Some("2025-05-01"), Some("2025-05-01"), 20),
+        ["11111111"]
+    );
+    assert!(sessions(Some("2025-07-01"), None, 20).is_empty());
+    // One hit asked for, in range: the limit does not spend itself on May.
+    assert_eq!(sessions(Some("2025-06-10"), None, 1), ["22222222"]);
+    assert_eq!(sessions(None, Some("2025-05-01"), 1), ["11111111"]);
+    let cli = |extra: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_chainlog"))
+            .arg("--claude-dir")
+            .arg(&fx.claude)
+            .arg("--index-dir")
+            .arg(fx.claude.with_file_name("index"))
+            .args(["search", "rsync", "--all"])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let o = cli(&["--since", "2025-06-01"]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let rows: Vec<&str> = out.lines().filter(|l| !l.starts_with(' ')).collect();
+    assert!(rows.iter().any(|l| l.starts_with("22222222")), "{out}");
+    assert!(!rows.iter().any(|l| l.starts_with("11111111")), "{out}");
+    assert_eq!(cli(&["--since", "June"]).status.code(), Some(2));
+    assert_eq!(
+        cli(&["--since", "2025-06-02", "--until", "2025-06-01"])
+            .status
+            .code(),
+        Some(2)
+    );
+}

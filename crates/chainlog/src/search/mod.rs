@@ -27,11 +27,12 @@ mod repair;
 mod tail;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::ops::Bound;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use tantivy::collector::TopDocs;
-use tantivy::query::QueryParser;
+use tantivy::query::{BooleanQuery, Occur, Query, QueryParser, RangeQuery};
 use tantivy::schema::{Field, INDEXED, STORED, STRING, Schema, TEXT, TantivyDocument, Value as _};
 use tantivy::snippet::SnippetGenerator;
 use tantivy::{Index, IndexWriter, ReloadPolicy, Searcher, TantivyError, Term, doc};
@@ -43,6 +44,8 @@ use crate::error::{Error, Result};
 use crate::id::Id;
 use crate::index::Sidecars;
 use crate::index::db::progress::Tracker;
+use crate::transcript::time::parse_millis;
+use crate::transcript::usage::{DayRange, day_of};
 use repair::{Fault, guarded};
 
 /// How long a catch-up waits for the index's writer lock held by another writer.
@@ -83,6 +86,9 @@ pub struct SearchOptions {
     pub all: bool,
     /// At most this many hits (0: 20).
     pub limit: usize,
+    /// Only messages of these UTC days (`search --since/--until`): a condition of the query
+    /// itself, so the limit counts only messages in range.
+    pub days: DayRange,
 }
 
 /// What each indexed transcript looked like when its documents were committed.
@@ -107,6 +113,8 @@ struct Fields {
     uuid: Field,
     role: Field,
     timestamp: Field,
+    /// The message's UTC day (`YYYY-MM-DD`), indexed for `--since/--until`.
+    day: Field,
     offset: Field,
     len: Field,
     sidechain: Field,
@@ -120,6 +128,7 @@ fn schema() -> (Schema, Fields) {
         uuid: b.add_text_field("uuid", STORED),
         role: b.add_text_field("role", STORED),
         timestamp: b.add_text_field("timestamp", STORED),
+        day: b.add_text_field("day", STRING),
         offset: b.add_u64_field("offset", STORED | INDEXED),
         len: b.add_u64_field("len", STORED),
         sidechain: b.add_u64_field("sidechain", STORED),
@@ -267,6 +276,7 @@ impl ProjectIndex {
                         f.uuid => m.uuid.as_str(),
                         f.role => m.role,
                         f.timestamp => m.timestamp.clone().unwrap_or_default(),
+                        f.day => day_of(parse_millis(m.timestamp.as_deref())),
                         f.offset => m.offset,
                         f.len => m.len,
                         f.sidechain => u64::from(m.sidechain),
@@ -458,7 +468,9 @@ pub(crate) fn search(
     let limit = if opts.limit == 0 { 20 } else { opts.limit };
     let mut hits = Vec::new();
     let mut skipped = Vec::new();
-    for (found, done) in each_project(store, claude_dir, opts, |pi| pi.query(query, limit))? {
+    for (found, done) in each_project(store, claude_dir, opts, |pi| {
+        pi.query(query, &opts.days, limit)
+    })? {
         hits.extend(found);
         skipped.extend(done.skipped);
     }
@@ -477,7 +489,7 @@ pub(crate) fn matching_sessions(
 ) -> Result<HashSet<PathBuf>> {
     let mut out = HashSet::new();
     for (found, _) in each_project(store, claude_dir, opts, |pi| {
-        pi.paths_matching(query, 100_000)
+        pi.paths_matching(query, &opts.days, 100_000)
     })? {
         out.extend(found);
     }
@@ -485,11 +497,25 @@ pub(crate) fn matching_sessions(
 }
 
 impl ProjectIndex {
-    /// Parses leniently: a stray quote or operator is read as text, never an error.
-    fn parse(&self, query: &str) -> Box<dyn tantivy::query::Query> {
+    /// Parses leniently: a stray quote or operator is read as text, never an error. Messages
+    /// outside `days` do not match.
+    fn parse(&self, query: &str, days: &DayRange) -> Box<dyn Query> {
         let mut parser = QueryParser::for_index(&self.index, vec![self.fields.text]);
         parser.set_conjunction_by_default();
-        parser.parse_query_lenient(query).0
+        let text = parser.parse_query_lenient(query).0;
+        if days.since.is_none() && days.until.is_none() {
+            return text;
+        }
+        let bound = |day: &Option<String>| {
+            day.as_deref().map_or(Bound::Unbounded, |d| {
+                Bound::Included(Term::from_field_text(self.fields.day, d))
+            })
+        };
+        let range = RangeQuery::new(bound(&days.since), bound(&days.until));
+        Box::new(BooleanQuery::new(vec![
+            (Occur::Must, text),
+            (Occur::Must, Box::new(range)),
+        ]))
     }
 
     /// The index's writer. Its lock is held by another writer (another process, or one of this
@@ -521,9 +547,14 @@ impl ProjectIndex {
         Ok(reader.searcher())
     }
 
-    fn query(&self, query: &str, limit: usize) -> std::result::Result<Vec<SearchHit>, Fault> {
+    fn query(
+        &self,
+        query: &str,
+        days: &DayRange,
+        limit: usize,
+    ) -> std::result::Result<Vec<SearchHit>, Fault> {
         let searcher = self.searcher()?;
-        let q = self.parse(query);
+        let q = self.parse(query, days);
         let top = searcher.search(&q, &TopDocs::with_limit(limit).order_by_score())?;
         let snippets = SnippetGenerator::create(&searcher, &*q, self.fields.text)?;
         let mut out = Vec::new();
@@ -562,10 +593,11 @@ impl ProjectIndex {
     fn paths_matching(
         &self,
         query: &str,
+        days: &DayRange,
         limit: usize,
     ) -> std::result::Result<HashSet<PathBuf>, Fault> {
         let searcher = self.searcher()?;
-        let q = self.parse(query);
+        let q = self.parse(query, days);
         let top = searcher.search(&q, &TopDocs::with_limit(limit).order_by_score())?;
         let mut out = HashSet::new();
         for (_, addr) in top {

@@ -48,6 +48,7 @@ impl Store {
                     project: opts.project.clone(),
                     all: opts.all,
                     limit: 0,
+                    ..Default::default()
                 };
                 hits = ListOptions {
                     search_hits: Some(crate::search::matching_sessions(
