@@ -108,7 +108,8 @@ fn print_table(out: &mut impl Write, a: &LsArgs, sessions: &[SessionFacts]) -> s
         SortArg::Created => ("created", true),
     };
     // At 80 columns the title keeps its room: branch, tag and project shrink first, then
-    // agents, tag and branch go, in that order.
+    // agents, tokens, tag and branch go, in that order. Tokens: the file's own (input, output
+    // and cache), as `ls --json`'s `usage` counts them.
     let columns = [
         Column {
             flexible: true,
@@ -124,17 +125,21 @@ fn print_table(out: &mut impl Write, a: &LsArgs, sessions: &[SessionFacts]) -> s
         },
         Column::number("msgs"),
         Column {
+            drop: 2,
+            ..Column::number("tokens")
+        },
+        Column {
             drop: 1,
             ..Column::number("agents")
         },
         Column {
             min: 8,
-            drop: 3,
+            drop: 4,
             ..Column::text("branch")
         },
         Column {
             min: 6,
-            drop: 2,
+            drop: 3,
             ..Column::text("tag")
         },
         Column {
@@ -155,6 +160,10 @@ fn print_table(out: &mut impl Write, a: &LsArgs, sessions: &[SessionFacts]) -> s
                 when.as_deref()
                     .map_or_else(String::new, |t| relative(t, now)),
                 f.message_count.to_string(),
+                match f.usage.iter().map(|r| r.tokens.total()).sum::<u64>() {
+                    0 => String::new(),
+                    n => super::usage::human(n),
+                },
                 if f.agents == 0 {
                     String::new()
                 } else {

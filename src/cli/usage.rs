@@ -307,7 +307,7 @@ fn dollars(usd: f64) -> String {
 }
 
 /// A token count in at most six characters: `999`, `12.3k`, `456.7M`, `1.2B`.
-fn human(n: u64) -> String {
+pub fn human(n: u64) -> String {
     #[expect(clippy::cast_precision_loss, reason = "shown with one decimal")]
     let f = n as f64;
     match n {

@@ -287,6 +287,29 @@ fn check_ls(d: &Dirs, sessions: usize) {
             row["usage"]
         );
     }
+    // The table's tokens column: each file's total, shortened (`12.3k`).
+    let (code, table, err) = d.run(&["ls", "--all"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(table.lines().next().unwrap().contains("tokens"), "{table}");
+    for row in &listed {
+        let path = PathBuf::from(row["path"].as_str().unwrap());
+        let total: u64 = oracle(std::slice::from_ref(&path))
+            .values()
+            .map(|c| c[0] + c[1] + c[2] + c[3])
+            .sum();
+        #[expect(clippy::cast_precision_loss, reason = "shown with one decimal")]
+        let shown = match total {
+            0..1_000 => total.to_string(),
+            1_000..999_950 => format!("{:.1}k", total as f64 / 1e3),
+            _ => format!("{:.1}M", total as f64 / 1e6),
+        };
+        let id = &row["sessionId"].as_str().unwrap()[..8];
+        let line = table.lines().find(|l| l.contains(id)).unwrap();
+        assert!(
+            line.split_whitespace().any(|w| w == shown),
+            "{shown} tokens of {id}: {line}"
+        );
+    }
 }
 
 /// `ls --since/--until` keep the sessions whose last message (first with `--sort created`)
