@@ -84,9 +84,12 @@ impl Failures {
 }
 
 /// Refuses at once an index folder this process cannot write in (a read-only folder or file
-/// system), instead of failing every transcript with the same error.
+/// system), instead of failing every transcript with the same error. A missing folder is
+/// created private (0700), as the index creates it.
 fn check_writable(dir: &Path) -> Result<(), Error> {
-    std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+    std::os::unix::fs::DirBuilderExt::mode(std::fs::DirBuilder::new().recursive(true), 0o700)
+        .create(dir)
+        .map_err(|e| Error::io(dir, e))?;
     tempfile::Builder::new()
         .prefix(".chainlog-write-check")
         .tempfile_in(dir)

@@ -819,4 +819,18 @@ fn a_read_only_index_folder_is_one_error() {
         "{err}"
     );
     mode(&index, 0o755);
+    // An index folder `index` creates is private (0700), its parents too.
+    let fresh = tmp.path().join("fresh/index");
+    let o = crate::util::chainlog(&[
+        "--claude-dir",
+        claude.to_str().unwrap(),
+        "--index-dir",
+        fresh.to_str().unwrap(),
+        "index",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    for d in [&fresh, fresh.parent().unwrap()] {
+        let m = std::fs::metadata(d).unwrap().permissions().mode() & 0o777;
+        assert_eq!(m, 0o700, "{}", d.display());
+    }
 }

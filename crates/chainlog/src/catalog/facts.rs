@@ -142,7 +142,7 @@ pub struct SessionFacts {
 
 impl SessionFacts {
     /// The title by precedence, from the fields. The last prompt counts only when it is a
-    /// prompt a person wrote ([`prompt::meaningful`]: Claude Code records system texts there
+    /// prompt a person wrote (`prompt::meaningful`: Claude Code records system texts there
     /// too, such as `<task-notification>`), shown as the first prompt is.
     pub fn pick_title(&self) -> String {
         let last_prompt = self.last_prompt.as_deref().and_then(prompt::meaningful);
