@@ -14,10 +14,16 @@ use super::Cli;
 /// At most this many sessions are offered (the newest).
 const OFFERED: usize = 200;
 
-/// Answers a completion request from the script and exits, when this run is one (the
-/// `COMPLETE` variable is set); else returns and the command runs.
+/// The variable the script sets when it asks for completions (not clap's generic `COMPLETE`,
+/// which a user's environment may hold for another program).
+const VAR: &str = "_CHAINLOG_COMPLETE";
+
+/// Answers a completion request from the script and exits, when this run is one ([`VAR`]
+/// is set); else returns and the command runs.
 pub fn answer_if_asked() {
-    clap_complete::CompleteEnv::with_factory(Cli::command).complete();
+    clap_complete::CompleteEnv::with_factory(Cli::command)
+        .var(VAR)
+        .complete();
 }
 
 /// The candidates of an argument naming a session: the current directory's sessions.
@@ -64,6 +70,6 @@ pub fn write_script(shell: clap_complete::Shell, out: &mut impl Write) -> std::i
         .and_then(|p| p.to_str().map(str::to_owned))
         .unwrap_or_else(|| "chainlog".to_owned());
     let mut script = Vec::new();
-    completer.write_registration("COMPLETE", "chainlog", "chainlog", &program, &mut script)?;
+    completer.write_registration(VAR, "chainlog", "chainlog", &program, &mut script)?;
     out.write_all(&script)
 }
