@@ -799,14 +799,16 @@ fn a_read_only_index_folder_is_one_error() {
     let index = tmp.path().join("index");
     std::fs::create_dir(&index).unwrap();
     mode(&index, 0o555);
-    let o = crate::util::unprivileged(tmp.path())
-        .arg("--claude-dir")
-        .arg(&claude)
-        .arg("--index-dir")
-        .arg(&index)
-        .arg("index")
-        .output()
-        .unwrap();
+    let o = crate::util::run_unprivileged(
+        tmp.path(),
+        &[
+            "--claude-dir",
+            claude.to_str().unwrap(),
+            "--index-dir",
+            index.to_str().unwrap(),
+            "index",
+        ],
+    );
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(!o.status.success(), "{err}");
     assert_eq!(

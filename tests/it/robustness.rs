@@ -228,31 +228,6 @@ fn text_format_writes_no_terminal_escapes() {
     );
 }
 
-/// Runs the chainlog binary as an unprivileged user: as `nobody` through `setpriv` when the
-/// tests run as root (root reads a chmod 000 file), directly otherwise. The binary is copied
-/// into `dir` so `nobody` can execute it wherever the build lives.
-fn run_unprivileged(dir: &std::path::Path, args: &[&str]) -> Output {
-    use std::os::unix::fs::MetadataExt;
-    let bin = dir.join("chainlog");
-    if !bin.exists() {
-        std::fs::copy(env!("CARGO_BIN_EXE_chainlog"), &bin).unwrap();
-    }
-    let root = std::fs::metadata("/proc/self").unwrap().uid() == 0;
-    let mut cmd = if root {
-        let mut c = std::process::Command::new("setpriv");
-        c.args(["--reuid=nobody", "--regid=nogroup", "--clear-groups"])
-            .arg(&bin);
-        c
-    } else {
-        std::process::Command::new(&bin)
-    };
-    cmd.args(args)
-        .env("XDG_CACHE_HOME", dir.join("cache"))
-        .stdin(std::process::Stdio::null())
-        .output()
-        .expect("setpriv (util-linux) runs the binary as nobody")
-}
-
 fn chmod(path: &std::path::Path, mode: u32) {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
@@ -306,12 +281,12 @@ fn unreadable_items_are_skipped_and_reported() {
     let claude = dir.join("c");
     let project = claude.join("projects/-p");
     let (claude, project) = (claude.to_str().unwrap(), project.to_str().unwrap());
-    let ls = run_unprivileged(
+    let ls = util::run_unprivileged(
         dir,
         &["--json", "--claude-dir", claude, "ls", "--project", project],
     );
-    let all = run_unprivileged(dir, &["--json", "--claude-dir", claude, "ls", "--all"]);
-    let cont = run_unprivileged(
+    let all = util::run_unprivileged(dir, &["--json", "--claude-dir", claude, "ls", "--all"]);
+    let cont = util::run_unprivileged(
         dir,
         &[
             "--claude-dir",

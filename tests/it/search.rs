@@ -299,15 +299,18 @@ fn search_all_skips_an_unreadable_transcript_and_says_so() {
     std::fs::create_dir_all(&index).unwrap();
     mode(&index, 0o777).unwrap();
     mode(&paths[1], 0o000).unwrap();
-    let mut cmd = crate::util::unprivileged(tmp.path());
-    let o = cmd
-        .arg("--claude-dir")
-        .arg(&claude)
-        .arg("--index-dir")
-        .arg(&index)
-        .args(["search", "rsync", "--all"])
-        .output()
-        .unwrap();
+    let o = crate::util::run_unprivileged(
+        tmp.path(),
+        &[
+            "--claude-dir",
+            claude.to_str().unwrap(),
+            "--index-dir",
+            index.to_str().unwrap(),
+            "search",
+            "rsync",
+            "--all",
+        ],
+    );
     let out = String::from_utf8_lossy(&o.stdout);
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "{out}\n{err}");

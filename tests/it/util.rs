@@ -191,27 +191,47 @@ pub fn test_name(module: &str, f: &str) -> String {
     }
 }
 
-/// `chainlog` run as an unprivileged user, for tests of files it may not read or write (root
-/// reads a file of mode 0000): as `nobody` through `setpriv` when the tests run as root, else
-/// as the current user. The binary is copied into `dir` (mode 0755; CI's target folder is
-/// private), and `HOME` is `dir`. `dir` and whatever the command must reach must be open to
-/// others (mode 0755 or 0777).
-pub fn unprivileged(dir: &Path) -> Command {
+/// Runs `chainlog ARGS` as an unprivileged user, for tests of files it may not read or write
+/// (root reads a file of mode 0000 and writes in a folder of mode 0555): as `nobody` through
+/// `setpriv` when the tests run as root, else as the current user. The binary is copied into
+/// `dir` (mode 0755; CI's target folder is private); `HOME` is `dir` and `XDG_CACHE_HOME`
+/// `dir/cache`. `dir` and whatever the command must reach must be open to others.
+pub fn run_unprivileged(dir: &Path, args: &[&str]) -> Output {
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
     let bin = dir.join("chainlog");
-    std::fs::copy(env!("CARGO_BIN_EXE_chainlog"), &bin).unwrap();
-    std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+    if !bin.exists() {
+        std::fs::copy(env!("CARGO_BIN_EXE_chainlog"), &bin).unwrap();
+        std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
     let root = std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0);
-    let mut c = if root {
-        let mut c = Command::new("setpriv");
-        c.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-            .arg(&bin);
-        c
-    } else {
-        Command::new(&bin)
-    };
-    c.env("HOME", dir);
-    c
+    // A child another test thread forks while the copy was open for writing holds it open
+    // until that child's exec: running the copy then fails with ETXTBSY. Tried again.
+    let mut attempt = 0;
+    loop {
+        let mut c = if root {
+            let mut c = Command::new("setpriv");
+            c.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+                .arg(&bin);
+            c
+        } else {
+            Command::new(&bin)
+        };
+        let out = c
+            .args(args)
+            .env("HOME", dir)
+            .env("XDG_CACHE_HOME", dir.join("cache"))
+            .stdin(Stdio::null())
+            .output();
+        let busy = match &out {
+            Err(e) => e.to_string().contains("Text file busy"),
+            Ok(o) => String::from_utf8_lossy(&o.stderr).contains("Text file busy"),
+        };
+        attempt += 1;
+        if !busy || attempt == 50 {
+            return out.expect("setpriv (util-linux) runs the binary as nobody");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
 }
 
 /// The `{"chainlog": …}` trailer of `resume --json`: the last such line of stderr (text and
