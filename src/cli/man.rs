@@ -4,6 +4,7 @@
 
 use std::fmt::Write as _;
 use std::io::Write;
+use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -14,7 +15,9 @@ pub struct ManArgs {
     /// The page of this subcommand (`chainlog-COMMAND(1)`) instead of `chainlog(1)`.
     pub command: Option<String>,
     /// Write every page (`chainlog.1`, `chainlog-resume.1`, …) into DIR (created if missing)
-    /// and print their paths, e.g. `chainlog man --dir ~/.local/share/man/man1`.
+    /// and print their paths, e.g. `chainlog man --dir ~/.local/share/man/man1`. Each page is
+    /// written whole, then renamed into place (a link named like a page is replaced, not
+    /// followed).
     #[arg(long, value_name = "DIR", conflicts_with = "command")]
     pub dir: Option<PathBuf>,
 }
@@ -103,7 +106,14 @@ pub fn run(a: &ManArgs, out: &mut impl Write) -> CliResult {
             let path = dir.join(page.get_filename());
             let mut bytes = Vec::new();
             render(&page, &cmd, &mut bytes)?;
-            std::fs::write(&path, bytes).map_err(|e| chainlog::Error::io(&path, e))?;
+            // Written whole beside it, then renamed over it: a kill leaves no half page, and a
+            // link in its place is replaced, not written through.
+            let io = |e: std::io::Error| chainlog::Error::io(&path, e);
+            let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(io)?;
+            tmp.write_all(&bytes).map_err(io)?;
+            std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o644))
+                .map_err(io)?;
+            tmp.persist(&path).map_err(|e| io(e.error))?;
             writeln!(out, "{}", path.display())?;
         }
         return Ok(ExitCode::SUCCESS);

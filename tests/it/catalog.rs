@@ -1414,7 +1414,14 @@ fn cli_agents_and_resume_of_an_agent() {
 fn cli_man_pages_for_every_command_with_environment_exit_status_and_examples() {
     let fx = CliFixture::new();
     let dir = fx.tmp.path().join("man1");
+    // A link named like a page is replaced by the page, its target left alone.
+    let target = fx.tmp.path().join("not-a-page");
+    std::fs::write(&target, "keep").unwrap();
+    std::fs::create_dir_all(&dir).unwrap();
+    std::os::unix::fs::symlink(&target, dir.join("chainlog-ls.1")).unwrap();
     let o = fx.run(&["man", "--dir", dir.to_str().unwrap()]);
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep");
+    assert!(!dir.join("chainlog-ls.1").is_symlink());
     assert!(o.status.success(), "{}", stderr(&o));
     let main = std::fs::read_to_string(dir.join("chainlog.1")).unwrap();
     for section in [

@@ -139,6 +139,23 @@ fn headless(browser: &Path, html: &Path, args: &[&str]) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
+/// A screenshot of `html` at 900×1200 into `png`: a non-trivial PNG shows the page lays out.
+fn screenshot(browser: &Path, html: &Path, png: &Path, what: &str) {
+    headless(
+        browser,
+        html,
+        &[
+            &format!("--screenshot={}", png.display()),
+            "--window-size=900,1200",
+        ],
+    );
+    let bytes = std::fs::read(png).expect("a screenshot");
+    assert!(
+        bytes.starts_with(b"\x89PNG") && bytes.len() > 10_000,
+        "{what}"
+    );
+}
+
 #[test]
 fn html_renders_in_chromium_with_every_message() {
     let Some(browser) = chromium() else { return };
@@ -168,20 +185,7 @@ fn html_renders_in_chromium_with_every_message() {
         );
         assert!(dom.contains("<details class=\"tool-use\"") || !fixture.contains("parallel"));
         // A screenshot proves the page lays out (a non-trivial PNG).
-        let png = tmp.path().join("shot.png");
-        headless(
-            &browser,
-            &html,
-            &[
-                &format!("--screenshot={}", png.display()),
-                "--window-size=900,1200",
-            ],
-        );
-        let bytes = std::fs::read(&png).expect("a screenshot");
-        assert!(
-            bytes.starts_with(b"\x89PNG") && bytes.len() > 10_000,
-            "{fixture}"
-        );
+        screenshot(&browser, &html, &tmp.path().join("shot.png"), fixture);
     }
 }
 
@@ -324,15 +328,10 @@ fn html_renders_markdown_and_names_tool_calls_in_chromium() {
             .unwrap_or_default()
             .contains("monospace")
     );
-    let png = tmp.path().join("md.png");
-    headless(
+    screenshot(
         &browser,
         &html,
-        &[
-            &format!("--screenshot={}", png.display()),
-            "--window-size=900,1200",
-        ],
+        &tmp.path().join("md.png"),
+        "markdown session",
     );
-    let bytes = std::fs::read(&png).expect("a screenshot");
-    assert!(bytes.starts_with(b"\x89PNG") && bytes.len() > 10_000);
 }

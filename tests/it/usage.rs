@@ -149,20 +149,7 @@ impl Dirs {
     }
     /// `chainlog --claude-dir … --index-dir … ARGS`: (exit code, stdout, stderr).
     fn run(&self, args: &[&str]) -> (i32, String, String) {
-        let (claude, index) = (self.claude(), self.index());
-        let mut all = vec![
-            "--claude-dir",
-            claude.to_str().unwrap(),
-            "--index-dir",
-            index.to_str().unwrap(),
-        ];
-        all.extend_from_slice(args);
-        let out = util::chainlog(&all);
-        (
-            out.status.code().unwrap_or(-1),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
+        util::chainlog_in(&self.claude(), &self.index(), args)
     }
     /// The `--json` lines of a successful run.
     fn json(&self, args: &[&str]) -> Vec<Value> {

@@ -191,6 +191,23 @@ pub fn test_name(module: &str, f: &str) -> String {
     }
 }
 
+/// `chainlog --claude-dir CLAUDE --index-dir INDEX ARGS`: (exit code, stdout, stderr).
+pub fn chainlog_in(claude: &Path, index: &Path, args: &[&str]) -> (i32, String, String) {
+    let mut all = vec![
+        "--claude-dir",
+        claude.to_str().unwrap(),
+        "--index-dir",
+        index.to_str().unwrap(),
+    ];
+    all.extend_from_slice(args);
+    let out = chainlog(&all);
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
 /// Runs `chainlog ARGS` as an unprivileged user, for tests of files it may not read or write
 /// (root reads a file of mode 0000 and writes in a folder of mode 0555): as `nobody` through
 /// `setpriv` when the tests run as root, else as the current user. The binary is copied into
