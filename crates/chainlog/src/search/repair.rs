@@ -179,7 +179,9 @@ pub(super) fn check(index: &Index) -> Result<(), Fault> {
 }
 
 /// Holds tantivy's writer lock of the index in `dir` (released when dropped); another writer
-/// holding it is [`Fault::Other`].
+/// holding it for longer than [`super::WRITER_WAIT`] is [`Fault::Other`]. Waited for as
+/// `ProjectIndex::writer` waits: a child process another thread forks holds the lock's file
+/// until it runs its program (CI saw a start-over refused so, once).
 pub(super) fn writer_lock(dir: &Path) -> Result<std::fs::File, Fault> {
     let path = dir.join(".tantivy-writer.lock");
     let file = std::fs::OpenOptions::new()
@@ -188,13 +190,21 @@ pub(super) fn writer_lock(dir: &Path) -> Result<std::fs::File, Fault> {
         .truncate(false)
         .open(&path)
         .map_err(|e| Error::io(&path, e))?;
-    match file.try_lock() {
-        Ok(()) => Ok(file),
-        Err(std::fs::TryLockError::WouldBlock) => Err(Fault::Other(error(
-            dir,
-            "damaged, and being written by another process: try again",
-        ))),
-        Err(std::fs::TryLockError::Error(e)) => Err(Fault::Other(Error::io(&path, e))),
+    let started = std::time::Instant::now();
+    loop {
+        match file.try_lock() {
+            Ok(()) => return Ok(file),
+            Err(std::fs::TryLockError::WouldBlock) if started.elapsed() < super::WRITER_WAIT => {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            Err(std::fs::TryLockError::WouldBlock) => {
+                return Err(Fault::Other(error(
+                    dir,
+                    "damaged, and being written by another process: try again",
+                )));
+            }
+            Err(std::fs::TryLockError::Error(e)) => return Err(Fault::Other(Error::io(&path, e))),
+        }
     }
 }
 
