@@ -43,19 +43,21 @@ fn sessions(m: &Machine) -> Vec<PathBuf> {
     v
 }
 
+/// The uuids of a transcript's lines, in file order.
+fn uuid_list(bytes: &[u8]) -> Vec<String> {
+    bytes
+        .split(|&b| b == b'\n')
+        .filter_map(|line| serde_json::from_slice::<serde_json::Value>(line).ok())
+        .filter_map(|v| v.get("uuid").and_then(|u| u.as_str()).map(str::to_owned))
+        .collect()
+}
+
 /// Every uuid in every transcript of a machine.
 fn uuids(m: &Machine) -> BTreeSet<String> {
-    let mut out = BTreeSet::new();
-    for (_, bytes) in m.files() {
-        for line in bytes.split(|&b| b == b'\n') {
-            if let Ok(v) = serde_json::from_slice::<serde_json::Value>(line)
-                && let Some(u) = v.get("uuid").and_then(|u| u.as_str())
-            {
-                out.insert(u.to_owned());
-            }
-        }
-    }
-    out
+    m.files()
+        .into_iter()
+        .flat_map(|(_, bytes)| uuid_list(&bytes))
+        .collect()
 }
 
 fn stem(p: &std::path::Path) -> String {
@@ -150,30 +152,29 @@ fn run(ops: &[Op]) {
             if appenders.contains_key(&stem(&p)) {
                 continue;
             }
-            // A session sync wrote: the other side of a session two machines continued.
-            // Its source: the continued session that holds its first message (a fork keeps
-            // uuids; `requestSessionId` is only on assistant lines, as the client writes it).
-            let text = std::fs::read_to_string(&p).unwrap();
-            let first = text
-                .lines()
-                .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-                .find_map(|v| v["uuid"].as_str().map(str::to_owned))
-                .unwrap_or_default();
-            let source = sessions(m)
-                .into_iter()
-                .filter(|q| appenders.contains_key(&stem(q)))
-                .find(|q| {
-                    std::fs::read_to_string(q)
-                        .unwrap()
-                        .contains(&format!("\"uuid\":\"{first}\""))
-                })
-                .map(|q| stem(&q))
-                .unwrap_or_default();
+            // A session sync wrote: the other side of a session two machines continued. A
+            // fork keeps uuids and files only grow, so its messages, in order, begin its
+            // source's file on the machine whose continuation it holds. (Its first message
+            // alone does not name the source: a fork another machine continued holds it too.)
+            let mine = uuid_list(&std::fs::read(&p).unwrap());
+            let sources: Vec<(usize, String)> = machines
+                .iter()
+                .enumerate()
+                .flat_map(|(j, other)| sessions(other).into_iter().map(move |q| (j, q)))
+                .filter(|(_, q)| appenders.contains_key(&stem(q)))
+                .filter(|(_, q)| uuid_list(&std::fs::read(q).unwrap()).starts_with(&mine))
+                .map(|(j, q)| (j, stem(&q)))
+                .collect();
             assert!(
-                appenders.get(&source).is_some_and(|a| a.len() >= 2),
-                "machine {i}: fork {} of {source:?}, which only {:?} continued",
+                sources
+                    .iter()
+                    .any(|(_, s)| appenders.get(s).is_some_and(|a| a.len() >= 2)),
+                "machine {i}: fork {} of {sources:?}, continued by {:?}",
                 p.display(),
-                appenders.get(&source)
+                sources
+                    .iter()
+                    .map(|(_, s)| &appenders[s])
+                    .collect::<Vec<_>>()
             );
         }
         let store = m.store();
