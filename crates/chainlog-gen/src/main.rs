@@ -2,14 +2,16 @@
 //! [--claude-dir]`: writes one generated session (the same as `chainlog gen`, without the rest
 //! of the command). `--with`/`--without` switch single features on top of the plain or the
 //! `--everything` set; `--claude-dir` makes OUT a claude dir and writes the whole session into
-//! `OUT/projects/<key>/` (sub-agent files included), as the real client would.
+//! `OUT/projects/<key>/` (sub-agent files included), as the real client would. `--sessions N`
+//! (with `--claude-dir`) writes N sessions of `--bytes` each into one project instead, seeds
+//! `--seed` on (a project of many small sessions, as `claude -p` runs leave).
 
 use std::process::ExitCode;
 
 use chainlog_gen::{Corruption, GenOptions, SidechainLayout};
 
 const USAGE: &str = "usage: chainlog-gen OUT [--bytes N] [--seed N] [--everything] \
-[--with F,..] [--without F,..] [--claude-dir]
+[--with F,..] [--without F,..] [--claude-dir [--sessions N]]
 features: parallel, rewinds, retries, compactions, preserved, snips, progress, metadata,
   corruption, inline-agents, toplevel-agents, subagents, agents (all three layouts)";
 
@@ -57,6 +59,7 @@ fn set(o: &mut GenOptions, feature: &str, on: bool) -> Result<(), String> {
 fn run(mut args: impl Iterator<Item = String>) -> Result<(), String> {
     let (mut out, mut bytes, mut seed, mut everything, mut claude_dir) =
         (None, 200_000, 1, false, false);
+    let mut sessions: Option<u64> = None;
     let mut switches: Vec<(String, bool)> = Vec::new();
     while let Some(a) = args.next() {
         let mut value = |name: &str| args.next().ok_or(format!("{name} needs a value\n{USAGE}"));
@@ -68,6 +71,7 @@ fn run(mut args: impl Iterator<Item = String>) -> Result<(), String> {
             "--seed" => seed = number("--seed", value("--seed")?)?,
             "--everything" => everything = true,
             "--claude-dir" => claude_dir = true,
+            "--sessions" => sessions = Some(number("--sessions", value("--sessions")?)?),
             "--with" | "--without" => {
                 let on = a == "--with";
                 for f in value(&a)?.split(',').filter(|f| !f.is_empty()) {
@@ -88,6 +92,12 @@ fn run(mut args: impl Iterator<Item = String>) -> Result<(), String> {
     for (f, on) in &switches {
         set(&mut opts, f, *on)?;
     }
+    if let Some(n) = sessions {
+        if !claude_dir {
+            return Err(format!("--sessions needs --claude-dir\n{USAGE}"));
+        }
+        return many(&out, &opts, n);
+    }
     if claude_dir {
         let s = chainlog_gen::generate(&opts);
         let main = chainlog_gen::write_session(&out.join("projects"), &s)
@@ -107,6 +117,28 @@ fn run(mut args: impl Iterator<Item = String>) -> Result<(), String> {
         "wrote {} ({len} bytes, {} messages on the resume view)",
         out.display(),
         expected.resume_uuids.len()
+    );
+    Ok(())
+}
+
+/// Writes `n` sessions like `opts` (seeds from `opts.seed` on) into one project of `out`.
+fn many(out: &std::path::Path, opts: &GenOptions, n: u64) -> Result<(), String> {
+    let (mut bytes, mut files) = (0u64, 0u64);
+    let mut project = None;
+    for i in 0..n {
+        let mut o = opts.clone();
+        o.seed = opts.seed.wrapping_add(i);
+        let mut s = chainlog_gen::generate(&o);
+        s.cwd = "/gen/many".into();
+        let main = chainlog_gen::write_session(&out.join("projects"), &s)
+            .map_err(|e| format!("{}: {e}", out.display()))?;
+        bytes += s.main.len() as u64 + s.agents.iter().map(|a| a.jsonl.len() as u64).sum::<u64>();
+        files += 1 + s.agents.len() as u64;
+        project = main.parent().map(std::path::Path::to_path_buf);
+    }
+    eprintln!(
+        "wrote {n} sessions ({files} files, {bytes} bytes) into {}",
+        project.map_or_else(String::new, |p| p.display().to_string())
     );
     Ok(())
 }

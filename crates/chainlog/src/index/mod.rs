@@ -70,6 +70,16 @@ const COMPACT_SMALL_BELOW: u64 = 1 << 20;
 /// compacting a 500 KB sidecar cost 0.4 ms of a 14 ms first index.
 const COMPACT_CREATED_BELOW: u64 = 256 << 10;
 
+/// Transcripts shorter than this are caught up many to a write transaction by
+/// [`Sidecars::catch_up_all`] (a project of 20,000 `claude -p` runs paid a commit each: most of
+/// `chainlog index`'s time); longer ones, one each, as a resume catches them up.
+const BATCH_FILE_BELOW: u64 = 1 << 20;
+
+/// At most this many transcripts, or [`BATCH_BYTES`] of them, to one write transaction: the
+/// pages a transaction dirties stay in memory until it commits.
+const BATCH_FILES: usize = 4096;
+const BATCH_BYTES: u64 = 64 << 20;
+
 /// Gives back the pages a catch-up freed, when it is worth it: after a large ingest or a
 /// re-index (the projections were re-derived), and after a transcript indexed from zero into a
 /// small sidecar (not after one indexed from zero into a sidecar created for it, unless small:
@@ -267,6 +277,7 @@ impl Sidecars {
     pub fn catch_up_all(
         &self,
         transcripts: &[PathBuf],
+        views: fn(&Path) -> bool,
         mut done: impl FnMut(&Path, &Result<CatchUp>),
     ) -> Vec<Result<CatchUp>> {
         let mut out: Vec<Option<Result<CatchUp>>> = transcripts.iter().map(|_| None).collect();
@@ -274,7 +285,7 @@ impl Sidecars {
             let paths: Vec<PathBuf> = group.iter().map(|&i| transcripts[i].clone()).collect();
             let first = paths[0].clone();
             let results = self
-                .bounded(&first, move |s| Ok(s.catch_up_group(&paths)))
+                .bounded(&first, move |s| Ok(s.catch_up_group(&paths, views)))
                 .unwrap_or_else(|_busy| {
                     // The sidecar is busy: each transcript says so.
                     group
@@ -338,7 +349,7 @@ impl Sidecars {
     }
 
     /// [`Sidecars::catch_up_all`] for the transcripts of one sidecar.
-    fn catch_up_group(&self, paths: &[PathBuf]) -> Vec<Result<CatchUp>> {
+    fn catch_up_group(&self, paths: &[PathBuf], views: fn(&Path) -> bool) -> Vec<Result<CatchUp>> {
         let Some(first) = paths.first() else {
             return Vec::new();
         };
@@ -365,9 +376,14 @@ impl Sidecars {
                     {
                         created.insert(db_path.clone());
                     }
-                    for (t, r) in paths.iter().zip(out.iter_mut()) {
-                        if r.is_none() {
-                            *r = Some(Self::catch_up_in(&mut db, t).map(|(done, st)| {
+                    let todo: Vec<usize> = (0..paths.len()).filter(|&i| out[i].is_none()).collect();
+                    for batch in batches(paths, &todo) {
+                        let done = match batch {
+                            Batch::One(i) => vec![(i, Self::catch_up_in(&mut db, &paths[i]))],
+                            Batch::Many(ix) => Self::catch_up_batch(&mut db, paths, &ix, views),
+                        };
+                        for (i, r) in done {
+                            out[i] = Some(r.map(|(done, st)| {
                                 // A created sidecar waits for `compact_created`.
                                 if !db.created {
                                     compact_after(&mut db, &done, &st);
@@ -389,6 +405,63 @@ impl Sidecars {
         }
         out.into_iter()
             .map(|r| r.expect("every transcript answered"))
+            .collect()
+    }
+
+    /// Catches up `paths[i]` for each `i` of `ix` in one write transaction, then extends
+    /// their stored views as [`Self::catch_up_in`] does, and stores the views of those
+    /// indexed anew for which `views` says yes (sessions, as `chainlog index` prepares them). Anything going wrong in it (an
+    /// unreadable transcript, damage) drops the transaction, and each transcript is caught up
+    /// on its own, with its own answer.
+    fn catch_up_batch(
+        db: &mut IndexDb,
+        paths: &[PathBuf],
+        ix: &[usize],
+        views: fn(&Path) -> bool,
+    ) -> Vec<(usize, Result<(CatchUp, FileState)>)> {
+        let together = db::guard::isolate(|| -> std::result::Result<_, IngestError> {
+            let txn = db.begin_write()?;
+            let mut done = Vec::with_capacity(ix.len());
+            for &i in ix {
+                done.push(write::ingest::catch_up(
+                    &txn,
+                    &Self::key(&paths[i]),
+                    &paths[i],
+                )?);
+            }
+            txn.commit()?;
+            Ok(done)
+        })
+        .and_then(std::result::Result::ok);
+        let Some(together) = together else {
+            return ix
+                .iter()
+                .map(|&i| (i, Self::catch_up_in(db, &paths[i])))
+                .collect();
+        };
+        let done: Vec<(usize, CatchUp, FileState)> = ix
+            .iter()
+            .zip(together)
+            .map(|(&i, (mut done, st))| {
+                if done.bytes > 0 && done.reindexed.is_none() {
+                    done.view =
+                        write::extension::extend_view(db, &paths[i], &Self::key(&paths[i]), &st);
+                }
+                (i, done, st)
+            })
+            .collect();
+        // The resume views of the sessions indexed anew, walked and stored together here
+        // rather than by a resume each (a write transaction each).
+        let fresh: Vec<(&Path, &FileState)> = done
+            .iter()
+            .filter(|(i, d, _)| {
+                d.bytes > 0 && d.view != write::ingest::ViewUpdate::Extended && views(&paths[*i])
+            })
+            .map(|(i, _, st)| (paths[*i].as_path(), st))
+            .collect();
+        store_views(db, &fresh);
+        done.into_iter()
+            .map(|(i, done, st)| (i, Ok((done, st))))
             .collect()
     }
 
@@ -711,6 +784,84 @@ impl Sidecars {
         }
         Ok(None)
     }
+}
+
+/// Walks and stores the default resume view of each transcript of `fresh`, just caught up to
+/// its state, in one write transaction; a view whose transcript's state moved meanwhile, that
+/// holds a line longer than [`read::view::VIEW_LINE_MAX`], or that fails is left to the
+/// session's first resume (best effort, as a resume's own store).
+fn store_views(db: &IndexDb, fresh: &[(&Path, &FileState)]) {
+    use crate::resume::interrupt::Ending;
+    let mut made = Vec::new();
+    for &(path, st) in fresh {
+        let Ok(Some(ans)) = query(db.db(), st.clone(), path, read::view::OPTIONS, false) else {
+            continue;
+        };
+        let longest = ans.resolution.chain.iter().map(|l| l.pos.len).max();
+        if ans.state.is_none() || longest.unwrap_or(0) > read::view::VIEW_LINE_MAX {
+            continue;
+        }
+        let Ok(ending) = Ending::of_lines(path, &ans.resolution.chain, &ans.names) else {
+            continue;
+        };
+        made.push((Sidecars::key(path), st, ans.resolution, ending));
+    }
+    if made.is_empty() {
+        return;
+    }
+    let _ = db::guard::isolate(|| -> std::result::Result<(), redb::Error> {
+        let txn = db.begin_write()?;
+        let current: Vec<bool> = {
+            let files = txn.open_table(FILES)?;
+            made.iter()
+                .map(|(key, st, _, _)| {
+                    write::ingest::file_state(&files, key)
+                        .ok()
+                        .flatten()
+                        .as_ref()
+                        == Some(*st)
+                })
+                .collect()
+        };
+        for ((_, st, res, ending), current) in made.iter().zip(current) {
+            if current {
+                read::view::store(&txn, st, res, ending)?;
+            }
+        }
+        txn.commit()?;
+        Ok(())
+    });
+}
+
+/// A run of [`Sidecars::catch_up_all`]'s work: a long transcript alone, or short ones together.
+enum Batch {
+    One(usize),
+    Many(Vec<usize>),
+}
+
+/// `todo` (positions in `paths`) cut into [`Batch`]es: each transcript of
+/// [`BATCH_FILE_BELOW`] or more alone, the others together up to [`BATCH_FILES`] or
+/// [`BATCH_BYTES`]. A transcript whose size cannot be read goes alone (it reports its error).
+fn batches(paths: &[PathBuf], todo: &[usize]) -> Vec<Batch> {
+    let mut out = Vec::new();
+    let (mut many, mut bytes) = (Vec::new(), 0u64);
+    for &i in todo {
+        match std::fs::metadata(&paths[i]).map(|m| m.len()) {
+            Ok(len) if len < BATCH_FILE_BELOW => {
+                if many.len() == BATCH_FILES || bytes + len > BATCH_BYTES {
+                    out.push(Batch::Many(std::mem::take(&mut many)));
+                    bytes = 0;
+                }
+                many.push(i);
+                bytes += len;
+            }
+            _ => out.push(Batch::One(i)),
+        }
+    }
+    if !many.is_empty() {
+        out.push(Batch::Many(many));
+    }
+    out
 }
 
 /// A file name for a project's caches: its folder name (made safe) and a hash of its path.

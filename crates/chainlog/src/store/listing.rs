@@ -10,11 +10,7 @@ use crate::error::{Error, Result};
 /// The largest transcript whose listing row `chainlog index` fills.
 pub const LISTING_FILL_MAX: u64 = 1 << 20;
 
-/// The longest line a resume view may hold for [`Store::prepare_views`] to store it: storing a
-/// view parses each of its lines once (a parsed line takes up to ten times its bytes), and
-/// `chainlog index` keeps its memory bounded whatever the sessions hold. A view with a longer
-/// line is left to the session's first resume.
-pub const VIEW_LINE_MAX: u64 = 8 << 20;
+use crate::index::read::view::VIEW_LINE_MAX;
 
 /// What [`Store::prepare_listing`] did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

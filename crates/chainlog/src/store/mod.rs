@@ -100,7 +100,10 @@ impl Store {
         transcripts: &[PathBuf],
         done: impl FnMut(&Path, &Result<CatchUp>),
     ) -> Vec<Result<CatchUp>> {
-        self.sidecars.catch_up_all(transcripts, done)
+        fn session(p: &Path) -> bool {
+            crate::catalog::discover::session_id_of(p).is_some()
+        }
+        self.sidecars.catch_up_all(transcripts, session, done)
     }
 
     /// Compacts the sidecars that [`Store::catch_up_all`] created and that are still smaller than

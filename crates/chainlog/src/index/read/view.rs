@@ -37,6 +37,12 @@ use crate::resume::interrupt::Ending;
 use crate::transcript::envelope::Kind;
 use crate::transcript::frame::LinePos;
 
+/// The longest line a resume view may hold for `chainlog index` to store it (`prepare_views`,
+/// the catch-up of many small transcripts): storing a view parses each of its lines once (a
+/// parsed line takes up to ten times its bytes), and `chainlog index` keeps its memory bounded
+/// whatever the sessions hold. A view with a longer line is left to the session's first resume.
+pub const VIEW_LINE_MAX: u64 = 8 << 20;
+
 /// The options whose answer is materialised: what `resume` and `continue` ask by default.
 pub const OPTIONS: ResolveOptions = ResolveOptions {
     leaf: None,
