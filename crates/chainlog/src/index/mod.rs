@@ -29,7 +29,7 @@ pub mod read;
 pub mod write;
 
 use std::cell::OnceCell;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -189,6 +189,11 @@ impl Sidecars {
     /// `projects/`, or the transcript's folder).
     pub fn db_path(&self, transcript: &Path) -> PathBuf {
         let abs = std::fs::canonicalize(transcript).unwrap_or_else(|_| transcript.to_path_buf());
+        self.db_path_of(&abs)
+    }
+
+    /// [`Sidecars::db_path`] of a transcript's canonical path.
+    fn db_path_of(&self, abs: &Path) -> PathBuf {
         let project = abs
             .ancestors()
             .find(|a| {
@@ -197,7 +202,7 @@ impl Sidecars {
                     .is_some_and(|n| n == "projects")
             })
             .or_else(|| abs.parent())
-            .unwrap_or(&abs)
+            .unwrap_or(abs)
             .to_path_buf();
         self.index_dir
             .join(format!("{}.redb", project_slug(&project)))
@@ -281,11 +286,15 @@ impl Sidecars {
         mut done: impl FnMut(&Path, &Result<CatchUp>),
     ) -> Vec<Result<CatchUp>> {
         let mut out: Vec<Option<Result<CatchUp>>> = transcripts.iter().map(|_| None).collect();
-        for (_, group) in self.by_sidecar(transcripts) {
+        let (groups, keys) = self.by_sidecar(transcripts);
+        for (_, group) in groups {
             let paths: Vec<PathBuf> = group.iter().map(|&i| transcripts[i].clone()).collect();
+            let group_keys: Vec<String> = group.iter().map(|&i| keys[i].clone()).collect();
             let first = paths[0].clone();
             let results = self
-                .bounded(&first, move |s| Ok(s.catch_up_group(&paths, views)))
+                .bounded(&first, move |s| {
+                    Ok(s.catch_up_group(&paths, &group_keys, views))
+                })
                 .unwrap_or_else(|_busy| {
                     // The sidecar is busy: each transcript says so.
                     group
@@ -335,21 +344,32 @@ impl Sidecars {
     }
 
     /// The positions of `transcripts` grouped by sidecar, groups in order of first appearance
-    /// (a linear search over the sidecars seen: a `~/.claude` has tens of projects).
-    fn by_sidecar(&self, transcripts: &[PathBuf]) -> Vec<(PathBuf, Vec<usize>)> {
+    /// (a linear search over the sidecars seen: a `~/.claude` has tens of projects), and each
+    /// transcript's key ([`Sidecars::key`]), each folder resolved once for all its transcripts
+    /// (a project of 20,000 sessions resolved every component of each path several times).
+    fn by_sidecar(&self, transcripts: &[PathBuf]) -> (Vec<(PathBuf, Vec<usize>)>, Vec<String>) {
+        let mut folders: HashMap<&Path, PathBuf> = HashMap::new();
         let mut by_db: Vec<(PathBuf, Vec<usize>)> = Vec::new();
+        let mut keys = Vec::with_capacity(transcripts.len());
         for (i, t) in transcripts.iter().enumerate() {
-            let db = self.db_path(t);
+            let abs = canonical(t, &mut folders);
+            let db = self.db_path_of(&abs);
+            keys.push(abs.to_string_lossy().into_owned());
             match by_db.iter_mut().find(|(d, _)| *d == db) {
                 Some((_, v)) => v.push(i),
                 None => by_db.push((db, vec![i])),
             }
         }
-        by_db
+        (by_db, keys)
     }
 
     /// [`Sidecars::catch_up_all`] for the transcripts of one sidecar.
-    fn catch_up_group(&self, paths: &[PathBuf], views: fn(&Path) -> bool) -> Vec<Result<CatchUp>> {
+    fn catch_up_group(
+        &self,
+        paths: &[PathBuf],
+        keys: &[String],
+        views: fn(&Path) -> bool,
+    ) -> Vec<Result<CatchUp>> {
         let Some(first) = paths.first() else {
             return Vec::new();
         };
@@ -357,12 +377,13 @@ impl Sidecars {
         let ro = db::open::open_read_only(&db_path);
         let mut out: Vec<Option<Result<CatchUp>>> = paths
             .iter()
-            .map(|t| {
+            .zip(keys)
+            .map(|(t, key)| {
                 let stat = match Stat::of(t) {
                     Ok(s) => s,
                     Err(e) => return Some(Err(e)),
                 };
-                let st = ro.as_ref().and_then(|ro| read_state(ro, &Self::key(t)));
+                let st = ro.as_ref().and_then(|ro| read_state(ro, key));
                 st.is_some_and(|st| stat.unchanged(&st, false))
                     .then(|| Ok(CatchUp::default()))
             })
@@ -380,7 +401,9 @@ impl Sidecars {
                     for batch in batches(paths, &todo) {
                         let done = match batch {
                             Batch::One(i) => vec![(i, Self::catch_up_in(&mut db, &paths[i]))],
-                            Batch::Many(ix) => Self::catch_up_batch(&mut db, paths, &ix, views),
+                            Batch::Many(ix) => {
+                                Self::catch_up_batch(&mut db, paths, keys, &ix, views)
+                            }
                         };
                         for (i, r) in done {
                             out[i] = Some(r.map(|(done, st)| {
@@ -416,6 +439,7 @@ impl Sidecars {
     fn catch_up_batch(
         db: &mut IndexDb,
         paths: &[PathBuf],
+        keys: &[String],
         ix: &[usize],
         views: fn(&Path) -> bool,
     ) -> Vec<(usize, Result<(CatchUp, FileState)>)> {
@@ -423,11 +447,7 @@ impl Sidecars {
             let txn = db.begin_write()?;
             let mut done = Vec::with_capacity(ix.len());
             for &i in ix {
-                done.push(write::ingest::catch_up(
-                    &txn,
-                    &Self::key(&paths[i]),
-                    &paths[i],
-                )?);
+                done.push(write::ingest::catch_up(&txn, &keys[i], &paths[i])?);
             }
             txn.commit()?;
             Ok(done)
@@ -444,20 +464,19 @@ impl Sidecars {
             .zip(together)
             .map(|(&i, (mut done, st))| {
                 if done.bytes > 0 && done.reindexed.is_none() {
-                    done.view =
-                        write::extension::extend_view(db, &paths[i], &Self::key(&paths[i]), &st);
+                    done.view = write::extension::extend_view(db, &paths[i], &keys[i], &st);
                 }
                 (i, done, st)
             })
             .collect();
         // The resume views of the sessions indexed anew, walked and stored together here
         // rather than by a resume each (a write transaction each).
-        let fresh: Vec<(&Path, &FileState)> = done
+        let fresh: Vec<(&Path, &str, &FileState)> = done
             .iter()
             .filter(|(i, d, _)| {
                 d.bytes > 0 && d.view != write::ingest::ViewUpdate::Extended && views(&paths[*i])
             })
-            .map(|(i, _, st)| (paths[*i].as_path(), st))
+            .map(|(i, _, st)| (paths[*i].as_path(), keys[*i].as_str(), st))
             .collect();
         store_views(db, &fresh);
         done.into_iter()
@@ -702,11 +721,12 @@ impl Sidecars {
     /// busy one (a writer stopped mid-commit: the read runs on a bounded worker) is left out.
     pub(crate) fn without_view(&self, paths: &[PathBuf]) -> Vec<PathBuf> {
         let mut out = Vec::new();
-        for (db_path, group) in self.by_sidecar(paths) {
+        let (groups, all_keys) = self.by_sidecar(paths);
+        for (db_path, group) in groups {
             if self.is_busy(&db_path) {
                 continue;
             }
-            let keys: Vec<String> = group.iter().map(|&i| Self::key(&paths[i])).collect();
+            let keys: Vec<String> = group.iter().map(|&i| all_keys[i].clone()).collect();
             let path = db_path.clone();
             let Some(stored) = db::wait::bounded(move || views_stored(&path, &keys)) else {
                 self.mark_busy(&db_path);
@@ -790,22 +810,22 @@ impl Sidecars {
 /// its state, in one write transaction; a view whose transcript's state moved meanwhile, that
 /// holds a line longer than [`read::view::VIEW_LINE_MAX`], or that fails is left to the
 /// session's first resume (best effort, as a resume's own store).
-fn store_views(db: &IndexDb, fresh: &[(&Path, &FileState)]) {
+fn store_views(db: &IndexDb, fresh: &[(&Path, &str, &FileState)]) {
     use crate::resume::interrupt::Ending;
-    let mut made = Vec::new();
-    for &(path, st) in fresh {
-        let Ok(Some(ans)) = query(db.db(), st.clone(), path, read::view::OPTIONS, false) else {
-            continue;
-        };
-        let longest = ans.resolution.chain.iter().map(|l| l.pos.len).max();
-        if ans.state.is_none() || longest.unwrap_or(0) > read::view::VIEW_LINE_MAX {
-            continue;
-        }
-        let Ok(ending) = Ending::of_lines(path, &ans.resolution.chain, &ans.names) else {
-            continue;
-        };
-        made.push((Sidecars::key(path), st, ans.resolution, ending));
-    }
+    use rayon::prelude::*;
+    // Walked and read on every core: each walk reads in its own transaction.
+    let made: Vec<_> = fresh
+        .par_iter()
+        .filter_map(|&(path, key, st)| {
+            let ans = query(db.db(), st.clone(), path, read::view::OPTIONS, false).ok()??;
+            let longest = ans.resolution.chain.iter().map(|l| l.pos.len).max();
+            if ans.state.is_none() || longest.unwrap_or(0) > read::view::VIEW_LINE_MAX {
+                return None;
+            }
+            let ending = Ending::of_lines(path, &ans.resolution.chain, &ans.names).ok()?;
+            Some((key, st, ans.resolution, ending))
+        })
+        .collect();
     if made.is_empty() {
         return;
     }
@@ -862,6 +882,29 @@ fn batches(paths: &[PathBuf], todo: &[usize]) -> Vec<Batch> {
         out.push(Batch::Many(many));
     }
     out
+}
+
+/// The canonical path of `t` ([`Sidecars::key`]), its folder's looked up in or added to
+/// `folders`: a transcript that is a link, or whose folder does not resolve, is resolved whole.
+fn canonical<'a>(t: &'a Path, folders: &mut HashMap<&'a Path, PathBuf>) -> PathBuf {
+    let whole = || std::fs::canonicalize(t).unwrap_or_else(|_| t.to_path_buf());
+    let (Some(dir), Some(name)) = (
+        t.parent().filter(|d| !d.as_os_str().is_empty()),
+        t.file_name(),
+    ) else {
+        return whole();
+    };
+    if std::fs::symlink_metadata(t).map_or(true, |m| m.file_type().is_symlink()) {
+        return whole();
+    }
+    let resolved = match folders.get(dir) {
+        Some(d) => d.clone(),
+        None => match std::fs::canonicalize(dir) {
+            Ok(d) => folders.entry(dir).or_insert(d).clone(),
+            Err(_) => return whole(),
+        },
+    };
+    resolved.join(name)
 }
 
 /// A file name for a project's caches: its folder name (made safe) and a hash of its path.

@@ -83,6 +83,10 @@ impl Ending {
     /// it ends is decided from its last entries ([`Ending::decide`]), so the parsed form of the
     /// whole view (10 times its bytes) is never held.
     pub(crate) fn of(view: &[ViewEntry]) -> Ending {
+        if view.len() <= TAIL_FIRST {
+            // What `decide` would parse at once anyway, without the pass for the ids first.
+            return Ending::of_parsed(view);
+        }
         let whole = Ending::naming(view.iter().map(Ok)).expect("entries in memory");
         whole
             .decide(view.len(), TAIL_FIRST, |from| {
@@ -155,6 +159,10 @@ impl Ending {
     /// a time: [`Ending::of`] of the whole view, in memory bounded by a batch and the last
     /// entries instead of every line.
     pub(crate) fn of_lines(path: &Path, chain: &[Link], names: &IdNames) -> Result<Ending> {
+        if chain.len() <= TAIL_FIRST {
+            // A short view is decided from all its entries: read and parse each once.
+            return Ok(Ending::of_parsed(&read_view(path, chain, names)?));
+        }
         let whole = Ending::naming(Lines::open(path, chain, names)?)?;
         let read_tail = |from: usize| {
             Ok(std::borrow::Cow::Owned(read_view(

@@ -155,11 +155,22 @@ impl Drop for StopOnPanic<'_> {
 
 /// Frames `reader` with `framer` and calls `consume` with the parsed lines in file order, in
 /// blocks, on the calling thread. Returns the framing summary and the names of non-UUID ids.
+/// A reader of fewer than [`BLOCK_BYTES`] (`len`: most catch-ups, a turn appended or a small
+/// session) is one block, framed and parsed on the calling thread: no thread is started (a
+/// project of 20,000 small sessions started one for each).
 pub fn parse_in_order<R: Read + Send>(
     framer: &Framer,
     reader: &mut R,
+    len: u64,
     mut consume: impl FnMut(Vec<Parsed>),
 ) -> std::io::Result<(FrameSummary, IdNames)> {
+    if len < BLOCK_BYTES {
+        let mut names = IdNames::default();
+        let mut lines = Vec::new();
+        let summary = framer.frame_reader(reader, |line| lines.push(parse(&line, &mut names)))?;
+        consume(lines);
+        return Ok((summary, names));
+    }
     let shared = Shared::default();
     let shared = &shared;
     std::thread::scope(|scope| {
@@ -353,10 +364,15 @@ mod tests {
     fn staged(bytes: &[u8]) -> (Vec<String>, FrameSummary, Vec<String>, usize) {
         let mut lines = Vec::new();
         let mut blocks = 0;
-        let (summary, names) = parse_in_order(&Framer::new(), &mut &bytes[..], |block| {
-            blocks += 1;
-            lines.extend(block.iter().map(|p| format!("{p:?}")));
-        })
+        let (summary, names) = parse_in_order(
+            &Framer::new(),
+            &mut &bytes[..],
+            bytes.len() as u64,
+            |block| {
+                blocks += 1;
+                lines.extend(block.iter().map(|p| format!("{p:?}")));
+            },
+        )
         .unwrap();
         (lines, summary, sorted_names(&names), blocks)
     }
@@ -430,7 +446,7 @@ mod tests {
         let (done_tx, done_rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
             let r = std::panic::catch_unwind(|| {
-                parse_in_order(&Framer::new(), &mut &bytes[..], |_| {
+                parse_in_order(&Framer::new(), &mut &bytes[..], bytes.len() as u64, |_| {
                     panic!("storing failed")
                 })
             });
