@@ -152,45 +152,32 @@ pub fn run(cli: &Cli, a: &PathsArgs, verb: Verb, out: &mut impl Write) -> CliRes
         });
         written?;
     }
-    let one_by_one = if verb == Verb::Index {
-        &[][..]
-    } else {
-        &files[..]
-    };
-    for path in one_by_one {
-        if let Some(b) = &bar {
-            b.set_message(
-                path.file_name()
-                    .map(|n| n.to_string_lossy().into_owned())
-                    .unwrap_or_default(),
-            );
-        }
-        match verb {
-            // Caught up above, sidecar by sidecar.
-            Verb::Index => {}
-            Verb::Rebuild => report(cli, out, path, &store.rebuild(path), &mut failed)?,
-            Verb::Verify => match store.verify(path) {
-                Ok(diffs) => {
-                    if cli.json {
-                        write_json(
-                            out,
-                            &json!({"path": path, "ok": diffs.is_empty(),
-                                    "differences": diffs.iter().map(ToString::to_string).collect::<Vec<_>>()}),
-                        )?;
-                    } else {
-                        for d in &diffs {
-                            writeln!(out, "{}: {d}", path.display())?;
-                        }
-                    }
-                    if !diffs.is_empty() {
-                        differing += 1;
-                    }
-                }
-                Err(e) => failed.add(&e),
-            },
-        }
-        if let Some(b) = &bar {
-            b.inc(1);
+    if verb == Verb::Verify {
+        // Caught up and compared together, answers in order.
+        let mut written = Ok(());
+        store.verify_all(&files, |path, r| {
+            if written.is_ok() {
+                written = verified(cli, out, path, r, &mut failed, &mut differing);
+            }
+            if let Some(b) = &bar {
+                b.inc(1);
+            }
+        });
+        written?;
+    }
+    if verb == Verb::Rebuild {
+        for path in &files {
+            if let Some(b) = &bar {
+                b.set_message(
+                    path.file_name()
+                        .map(|n| n.to_string_lossy().into_owned())
+                        .unwrap_or_default(),
+                );
+            }
+            report(cli, out, path, &store.rebuild(path), &mut failed)?;
+            if let Some(b) = &bar {
+                b.inc(1);
+            }
         }
     }
     if let Some(b) = bar {
@@ -219,6 +206,38 @@ pub fn run(cli: &Cli, a: &PathsArgs, verb: Verb, out: &mut impl Write) -> CliRes
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// Reports one transcript verified: a JSON line with `--json`, else each difference; one that
+/// differs is counted in `differing`, a failure in `failed` and printed.
+fn verified(
+    cli: &Cli,
+    out: &mut impl Write,
+    path: &Path,
+    r: chainlog::Result<Vec<chainlog::sidecar::Difference>>,
+    failed: &mut Failures,
+    differing: &mut usize,
+) -> std::io::Result<()> {
+    match r {
+        Ok(diffs) => {
+            if cli.json {
+                write_json(
+                    out,
+                    &json!({"path": path, "ok": diffs.is_empty(),
+                            "differences": diffs.iter().map(ToString::to_string).collect::<Vec<_>>()}),
+                )?;
+            } else {
+                for d in &diffs {
+                    writeln!(out, "{}: {d}", path.display())?;
+                }
+            }
+            if !diffs.is_empty() {
+                *differing += 1;
+            }
+        }
+        Err(e) => failed.add(&e),
+    }
+    Ok(())
 }
 
 /// The last line of a run: how many transcripts, failed and differing.

@@ -36,8 +36,8 @@ use std::sync::{Arc, Mutex};
 use redb::{ReadableDatabase, ReadableTableMetadata};
 
 use crate::chain::{
-    BadLine, LeafInfo, Projection, Resolution, ResolveOptions, Transcript, Tree, leaf_report_graph,
-    resolve, resolve_graph,
+    BadLine, LeafInfo, Projection, Resolution, ResolveOptions, Transcript, Tree, View,
+    leaf_report_graph, resolve, resolve_graph,
 };
 use crate::error::IndexFault;
 use crate::error::IngestError;
@@ -715,6 +715,42 @@ impl Sidecars {
         Ok(ans.filter(Answer::materialised))
     }
 
+    /// What the index holds for each of `paths`, as it is (neither caught up nor checked
+    /// against the file), for `verify`: one read-only open per sidecar, the transcripts read on
+    /// every core. `None` where the index holds no state, cannot answer, holds no stored view
+    /// or is busy: that transcript is verified on its own.
+    pub(crate) fn held_all(&self, paths: &[PathBuf]) -> Vec<Option<Held>> {
+        use rayon::prelude::*;
+        let mut out: Vec<Option<Held>> = paths.iter().map(|_| None).collect();
+        let (groups, keys) = self.by_sidecar(paths);
+        for (db_path, group) in groups {
+            if self.is_busy(&db_path) {
+                continue;
+            }
+            let items: Vec<(PathBuf, String)> = group
+                .iter()
+                .map(|&i| (paths[i].clone(), keys[i].clone()))
+                .collect();
+            let path = db_path.clone();
+            let Some(held) = db::wait::bounded(move || {
+                let ro = db::open::open_read_only(&path)?;
+                Some(
+                    items
+                        .par_iter()
+                        .map(|(t, key)| Held::read(&ro, t, key))
+                        .collect::<Vec<_>>(),
+                )
+            }) else {
+                self.mark_busy(&db_path);
+                continue;
+            };
+            for (&i, h) in group.iter().zip(held.into_iter().flatten()) {
+                out[i] = h;
+            }
+        }
+        out
+    }
+
     /// The transcripts among `paths` whose index holds no materialised resume view for the
     /// state it has indexed, in order: one read-only open and one read transaction per
     /// sidecar, a look at each view's head. A sidecar that cannot be read answers "none"; a
@@ -851,6 +887,38 @@ fn store_views(db: &IndexDb, fresh: &[(&Path, &str, &FileState)]) {
         txn.commit()?;
         Ok(())
     });
+}
+
+/// What the index holds for one transcript ([`Sidecars::held_all`]): the walked answers of
+/// the resume and the full view, and the stored resume view.
+pub(crate) struct Held {
+    pub resume: Answer,
+    pub full: Answer,
+    pub stored: Answer,
+}
+
+impl Held {
+    fn read(db: &impl ReadableDatabase, transcript: &Path, key: &str) -> Option<Held> {
+        let st = read_state(db, key)?;
+        let walked = |view| {
+            let opts = ResolveOptions {
+                leaf: None,
+                view,
+                ..Default::default()
+            };
+            query(db, st.clone(), transcript, opts, false)
+                .ok()
+                .flatten()
+        };
+        Some(Held {
+            resume: walked(View::Resume)?,
+            full: walked(View::Full)?,
+            stored: query(db, st.clone(), transcript, read::view::OPTIONS, true)
+                .ok()
+                .flatten()
+                .filter(Answer::materialised)?,
+        })
+    }
 }
 
 /// A run of [`Sidecars::catch_up_all`]'s work: a long transcript alone, or short ones together.

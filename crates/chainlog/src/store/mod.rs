@@ -197,4 +197,15 @@ impl Store {
     pub fn verify(&self, transcript: &Path) -> Result<Vec<verify::Difference>> {
         verify::verify(self, transcript)
     }
+
+    /// [`Store::verify`] of each of `transcripts`, `done` called with each answer in the order
+    /// given: caught up together, the index's answers read under one open of each sidecar and
+    /// compared on every core (`chainlog verify`).
+    pub fn verify_all(
+        &self,
+        transcripts: &[PathBuf],
+        done: impl FnMut(&Path, Result<Vec<verify::Difference>>),
+    ) {
+        verify::verify_all(self, transcripts, done);
+    }
 }

@@ -1,11 +1,13 @@
 //! `verify`: compare what the index answers with a full scan, and say where they differ.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use super::Store;
 use crate::chain::{LeafRule, Resolution, ResolveOptions, Stop, Transcript, View, resolve};
 use crate::error::{Error, Result};
 use crate::id::IdNames;
+use crate::index::Answer;
+use crate::index::write::ingest::CatchUp;
 
 /// One difference between the index and the reference (ids as the transcript wrote them;
 /// `view` is `"resume view"` or `"full view"`).
@@ -99,15 +101,71 @@ pub fn verify(store: &Store, transcript: &Path) -> Result<Vec<Difference>> {
     // The index itself is checked: caught up first, so no answer is read from new lines in
     // memory instead.
     store.catch_up(transcript)?;
-    let mut diffs = Vec::new();
-    let mut scanned: Option<(u64, Transcript)> = None;
+    let mut walked = Vec::new();
     for view in [View::Resume, View::Full] {
         let opts = ResolveOptions {
             leaf: None,
             view,
             ..Default::default()
         };
-        let got = store.resolve_indexed(transcript, opts)?;
+        walked.push((view, store.resolve_indexed(transcript, opts)?));
+    }
+    // The materialised resume view is a cache of the same answer: compare it too (a resume
+    // stores it when none is stored for the indexed state).
+    store.conversation(transcript, &crate::ResumeOptions::default())?;
+    let stored = store.materialised(transcript)?;
+    differences(transcript, walked, stored)
+}
+
+/// [`verify`] of each of `transcripts`, `done` called with each answer in order: caught up
+/// together ([`Store::catch_up_all`]), then the index's answers read under one read-only open
+/// per sidecar and compared with the scans on every core, a thousand transcripts at a time
+/// (memory bounded by their answers). A transcript the index holds no answer or stored view
+/// for is verified on its own.
+pub fn verify_all(
+    store: &Store,
+    transcripts: &[PathBuf],
+    mut done: impl FnMut(&Path, Result<Vec<Difference>>),
+) {
+    use rayon::prelude::*;
+    let caught: Vec<Result<CatchUp>> = store.catch_up_all(transcripts, |_, _| {});
+    for (chunk, caught) in transcripts.chunks(1024).zip(caught.chunks(1024)) {
+        let held = store.sidecars.held_all(chunk);
+        let compared: Vec<Option<Result<Vec<Difference>>>> = chunk
+            .par_iter()
+            .zip(held)
+            .zip(caught)
+            .map(|((t, held), caught)| {
+                let held = held.filter(|_| caught.is_ok())?;
+                let walked = vec![
+                    (View::Resume, Some(held.resume)),
+                    (View::Full, Some(held.full)),
+                ];
+                Some(differences(t, walked, Some(held.stored)))
+            })
+            .collect();
+        for (t, r) in chunk.iter().zip(compared) {
+            done(t, r.unwrap_or_else(|| verify(store, t)));
+        }
+    }
+}
+
+/// The differences between a full scan of `transcript` and what the index answered: the
+/// walks of `walked` (`None`: damaged) and the stored view (`None`: not stored). Each answer is
+/// compared with a scan of the prefix it covers.
+fn differences(
+    transcript: &Path,
+    walked: Vec<(View, Option<Answer>)>,
+    stored: Option<Answer>,
+) -> Result<Vec<Difference>> {
+    let mut diffs = Vec::new();
+    let mut scanned: Option<(u64, Transcript)> = None;
+    for (view, got) in walked {
+        let opts = ResolveOptions {
+            leaf: None,
+            view,
+            ..Default::default()
+        };
         let Some(got) = got else {
             diffs.push(Difference::Damaged);
             continue;
@@ -136,10 +194,7 @@ pub fn verify(store: &Store, transcript: &Path) -> Result<Vec<Difference>> {
             });
         }
     }
-    // The materialised resume view is a cache of the same answer: compare it too (a resume
-    // stores it when none is stored for the indexed state).
-    store.conversation(transcript, &crate::ResumeOptions::default())?;
-    match store.materialised(transcript)? {
+    match stored {
         None => diffs.push(Difference::NotMaterialised),
         Some(got) => {
             if scanned.as_ref().is_none_or(|(at, _)| *at != got.cursor) {
