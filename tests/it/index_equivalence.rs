@@ -407,6 +407,73 @@ fn catching_up_a_tree_at_once_matches_the_scan() {
     }
 }
 
+/// A project of many short sessions is caught up a batch to a write transaction, with the
+/// resume views of its sessions, and verified together. One transcript that fails in the
+/// batch (a folder named like a session: it opens, its read fails) fails alone: the others
+/// answer as a catch-up of each would, their views are stored, and `verify_all` compares them
+/// from one open of the sidecar, verifying only the failing one on its own.
+#[test]
+fn a_batch_of_short_sessions_with_one_failing_matches_the_scan() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::new(dir.path().join("index"));
+    let project = dir.path().join("projects/-many");
+    std::fs::create_dir_all(&project).unwrap();
+    let mut paths: Vec<PathBuf> = corpus()
+        .into_iter()
+        .filter(|p| std::fs::metadata(p).is_ok_and(|m| m.len() < 200_000))
+        .enumerate()
+        .map(|(n, src)| {
+            let path = project.join(format!("{n:08x}-0000-4000-8000-000000000000.jsonl"));
+            std::fs::copy(&src, &path).unwrap();
+            path
+        })
+        .collect();
+    assert!(paths.len() > 20, "{} sessions", paths.len());
+    let bad = project.join("0000000f-ffff-4000-8000-000000000000.jsonl");
+    std::fs::create_dir(&bad).unwrap();
+    paths.push(bad.clone());
+    paths.sort();
+    let results = store.catch_up_all(&paths, |_, _| {});
+    // Each transcript resumed on its own, in another index folder.
+    let alone = Store::new(dir.path().join("index-alone"));
+    let mut views = 0;
+    for (path, r) in paths.iter().zip(&results) {
+        if *path == bad {
+            assert!(r.is_err(), "a folder was caught up: {r:?}");
+            continue;
+        }
+        // Up to the last line's end (a torn tail waits).
+        let bytes = std::fs::read(path).unwrap();
+        let complete = bytes.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+        assert_eq!(
+            r.as_ref().unwrap().bytes,
+            complete as u64,
+            "{}",
+            path.display()
+        );
+        // Stored by the batch, before any resume, as a first resume of each stores it.
+        let stored = store.materialised(path).unwrap().map(|a| a.resolution);
+        let _ = alone.conversation(path, &chainlog::ResumeOptions::default());
+        let want = alone.materialised(path).unwrap().map(|a| a.resolution);
+        assert_eq!(stored, want, "{}: stored view", path.display());
+        views += usize::from(stored.is_some());
+        assert_same(&store, path, "caught up in a batch", false);
+    }
+    assert!(views > paths.len() / 2, "{views} views stored");
+    let mut answers = Vec::new();
+    let on_its_own = store.verify_all(&paths, |p, r| answers.push((p.to_path_buf(), r)));
+    assert_eq!(on_its_own, 1, "only the folder is verified on its own");
+    assert_eq!(answers.len(), paths.len());
+    for ((p, r), path) in answers.iter().zip(&paths) {
+        assert_eq!(p, path, "answers in the order given");
+        if *p == bad {
+            assert!(r.is_err());
+        } else {
+            assert_eq!(r.as_ref().unwrap(), &Vec::new(), "{}", p.display());
+        }
+    }
+}
+
 /// Right after a compaction, the next message is written under the summary (the preserved
 /// segment's anchor) and re-pointed to the segment's tail by the projections (format.md §A5
 /// step 5): a resume reading that message in memory would chain it under the anchor instead.

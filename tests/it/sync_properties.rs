@@ -55,8 +55,8 @@ fn uuid_list(bytes: &[u8]) -> Vec<String> {
 /// Every uuid in every transcript of a machine.
 fn uuids(m: &Machine) -> BTreeSet<String> {
     m.files()
-        .into_iter()
-        .flat_map(|(_, bytes)| uuid_list(&bytes))
+        .into_values()
+        .flat_map(|bytes| uuid_list(&bytes))
         .collect()
 }
 

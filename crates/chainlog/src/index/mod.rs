@@ -375,20 +375,26 @@ impl Sidecars {
         };
         let db_path = self.db_path(first);
         let ro = db::open::open_read_only(&db_path);
+        let states = ro
+            .as_ref()
+            .map(|ro| read_states(ro, keys))
+            .unwrap_or_default();
+        drop(ro);
+        let mut lens = vec![None; paths.len()];
         let mut out: Vec<Option<Result<CatchUp>>> = paths
             .iter()
-            .zip(keys)
-            .map(|(t, key)| {
+            .enumerate()
+            .map(|(i, t)| {
                 let stat = match Stat::of(t) {
                     Ok(s) => s,
                     Err(e) => return Some(Err(e)),
                 };
-                let st = ro.as_ref().and_then(|ro| read_state(ro, key));
-                st.is_some_and(|st| stat.unchanged(&st, false))
+                lens[i] = Some(stat.len);
+                let st = states.get(i).and_then(Option::as_ref);
+                st.is_some_and(|st| stat.unchanged(st, false))
                     .then(|| Ok(CatchUp::default()))
             })
             .collect();
-        drop(ro);
         if out.iter().any(Option::is_none) {
             match IndexDb::open(&db_path) {
                 Ok(mut db) => {
@@ -398,7 +404,7 @@ impl Sidecars {
                         created.insert(db_path.clone());
                     }
                     let todo: Vec<usize> = (0..paths.len()).filter(|&i| out[i].is_none()).collect();
-                    for batch in batches(paths, &todo) {
+                    for batch in batches(&lens, &todo) {
                         let done = match batch {
                             Batch::One(i) => vec![(i, Self::catch_up_in(&mut db, &paths[i]))],
                             Batch::Many(ix) => {
@@ -453,35 +459,39 @@ impl Sidecars {
             Ok(done)
         })
         .and_then(std::result::Result::ok);
-        let Some(together) = together else {
-            return ix
+        let done: Vec<(usize, Result<(CatchUp, FileState)>)> = match together {
+            Some(together) => ix
+                .iter()
+                .zip(together)
+                .map(|(&i, (mut done, st))| {
+                    // Indexed from zero: no view was stored to extend.
+                    let from_zero = done.bytes == st.indexed_len;
+                    if done.bytes > 0 && done.reindexed.is_none() && !from_zero {
+                        done.view = write::extension::extend_view(db, &paths[i], &keys[i], &st);
+                    }
+                    (i, Ok((done, st)))
+                })
+                .collect(),
+            None => ix
                 .iter()
                 .map(|&i| (i, Self::catch_up_in(db, &paths[i])))
-                .collect();
+                .collect(),
         };
-        let done: Vec<(usize, CatchUp, FileState)> = ix
-            .iter()
-            .zip(together)
-            .map(|(&i, (mut done, st))| {
-                if done.bytes > 0 && done.reindexed.is_none() {
-                    done.view = write::extension::extend_view(db, &paths[i], &keys[i], &st);
-                }
-                (i, done, st)
-            })
-            .collect();
         // The resume views of the sessions indexed anew, walked and stored together here
         // rather than by a resume each (a write transaction each).
         let fresh: Vec<(&Path, &str, &FileState)> = done
             .iter()
-            .filter(|(i, d, _)| {
-                d.bytes > 0 && d.view != write::ingest::ViewUpdate::Extended && views(&paths[*i])
+            .filter_map(|(i, r)| Some((*i, r.as_ref().ok()?)))
+            .filter(|(i, (d, st))| {
+                // New lines the view was not extended with, or an empty transcript (its view
+                // is empty).
+                let stale = d.bytes > 0 && d.view != write::ingest::ViewUpdate::Extended;
+                (stale || st.indexed_len == 0) && views(&paths[*i])
             })
-            .map(|(i, _, st)| (paths[*i].as_path(), keys[*i].as_str(), st))
+            .map(|(i, (_, st))| (paths[i].as_path(), keys[i].as_str(), st))
             .collect();
         store_views(db, &fresh);
-        done.into_iter()
-            .map(|(i, done, st)| (i, Ok((done, st))))
-            .collect()
+        done
     }
 
     fn catch_up_unguarded(&self, transcript: &Path) -> Result<CatchUp> {
@@ -927,15 +937,16 @@ enum Batch {
     Many(Vec<usize>),
 }
 
-/// `todo` (positions in `paths`) cut into [`Batch`]es: each transcript of
-/// [`BATCH_FILE_BELOW`] or more alone, the others together up to [`BATCH_FILES`] or
-/// [`BATCH_BYTES`]. A transcript whose size cannot be read goes alone (it reports its error).
-fn batches(paths: &[PathBuf], todo: &[usize]) -> Vec<Batch> {
+/// `todo` (positions in `lens`, the transcripts' lengths) cut into [`Batch`]es: each
+/// transcript of [`BATCH_FILE_BELOW`] or more alone, the others together up to
+/// [`BATCH_FILES`] or [`BATCH_BYTES`]. A transcript whose size was not read goes alone (it
+/// reports its error).
+fn batches(lens: &[Option<u64>], todo: &[usize]) -> Vec<Batch> {
     let mut out = Vec::new();
     let (mut many, mut bytes) = (Vec::new(), 0u64);
     for &i in todo {
-        match std::fs::metadata(&paths[i]).map(|m| m.len()) {
-            Ok(len) if len < BATCH_FILE_BELOW => {
+        match lens[i] {
+            Some(len) if len < BATCH_FILE_BELOW => {
                 if many.len() == BATCH_FILES || bytes + len > BATCH_BYTES {
                     out.push(Batch::Many(std::mem::take(&mut many)));
                     bytes = 0;
@@ -1012,6 +1023,19 @@ fn leaf_rows(
         Err(e) if e.is_damage() => Ok(None),
         Err(e) => Err(e),
     }
+}
+
+/// [`read_state`] of each of `keys`, in one read transaction (empty when it cannot be read).
+fn read_states(db: &impl ReadableDatabase, keys: &[String]) -> Vec<Option<FileState>> {
+    let Ok(txn) = db::wait::waiting(|| db.begin_read()) else {
+        return Vec::new();
+    };
+    let Ok(files) = db::guard::read("files", || txn.open_table(FILES)) else {
+        return Vec::new();
+    };
+    keys.iter()
+        .map(|k| write::ingest::file_state(&files, k).ok().flatten())
+        .collect()
 }
 
 fn read_state(db: &impl ReadableDatabase, key: &str) -> Option<FileState> {

@@ -200,12 +200,13 @@ impl Store {
 
     /// [`Store::verify`] of each of `transcripts`, `done` called with each answer in the order
     /// given: caught up together, the index's answers read under one open of each sidecar and
-    /// compared on every core (`chainlog verify`).
+    /// compared on every core (`chainlog verify`). Returns how many were verified on their
+    /// own instead (the index held no answer or stored view for them, or failed).
     pub fn verify_all(
         &self,
         transcripts: &[PathBuf],
         done: impl FnMut(&Path, Result<Vec<verify::Difference>>),
-    ) {
-        verify::verify_all(self, transcripts, done);
+    ) -> usize {
+        verify::verify_all(self, transcripts, done)
     }
 }

@@ -121,13 +121,14 @@ pub fn verify(store: &Store, transcript: &Path) -> Result<Vec<Difference>> {
 /// together ([`Store::catch_up_all`]), then the index's answers read under one read-only open
 /// per sidecar and compared with the scans on every core, a thousand transcripts at a time
 /// (memory bounded by their answers). A transcript the index holds no answer or stored view
-/// for is verified on its own.
+/// for is verified on its own. Returns how many were.
 pub fn verify_all(
     store: &Store,
     transcripts: &[PathBuf],
     mut done: impl FnMut(&Path, Result<Vec<Difference>>),
-) {
+) -> usize {
     use rayon::prelude::*;
+    let mut alone = 0;
     let caught: Vec<Result<CatchUp>> = store.catch_up_all(transcripts, |_, _| {});
     for (chunk, caught) in transcripts.chunks(1024).zip(caught.chunks(1024)) {
         let held = store.sidecars.held_all(chunk);
@@ -145,9 +146,16 @@ pub fn verify_all(
             })
             .collect();
         for (t, r) in chunk.iter().zip(compared) {
-            done(t, r.unwrap_or_else(|| verify(store, t)));
+            done(
+                t,
+                r.unwrap_or_else(|| {
+                    alone += 1;
+                    verify(store, t)
+                }),
+            );
         }
     }
+    alone
 }
 
 /// The differences between a full scan of `transcript` and what the index answered: the

@@ -165,11 +165,7 @@ pub fn parse_in_order<R: Read + Send>(
     mut consume: impl FnMut(Vec<Parsed>),
 ) -> std::io::Result<(FrameSummary, IdNames)> {
     if len < BLOCK_BYTES {
-        let mut names = IdNames::default();
-        let mut lines = Vec::new();
-        let summary = framer.frame_reader(reader, |line| lines.push(parse(&line, &mut names)))?;
-        consume(lines);
-        return Ok((summary, names));
+        return parse_here(framer, reader, consume);
     }
     let shared = Shared::default();
     let shared = &shared;
@@ -274,6 +270,19 @@ pub fn parse_in_order<R: Read + Send>(
             Err(panic) => std::panic::resume_unwind(panic),
         }
     })
+}
+
+/// [`parse_in_order`] of a short reader: one block, framed and parsed on the calling thread.
+fn parse_here<R: Read>(
+    framer: &Framer,
+    reader: &mut R,
+    mut consume: impl FnMut(Vec<Parsed>),
+) -> std::io::Result<(FrameSummary, IdNames)> {
+    let mut names = IdNames::default();
+    let mut lines = Vec::new();
+    let summary = framer.frame_reader(reader, |line| lines.push(parse(&line, &mut names)))?;
+    consume(lines);
+    Ok((summary, names))
 }
 
 /// The helper: parses queued blocks until the framing thread has framed the last and none is
