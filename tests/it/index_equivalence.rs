@@ -408,27 +408,32 @@ fn catching_up_a_tree_at_once_matches_the_scan() {
 }
 
 /// A project of many short sessions is caught up a batch to a write transaction, with the
-/// resume views of its sessions, and verified together. One transcript that fails in the
-/// batch (a folder named like a session: it opens, its read fails) fails alone: the others
-/// answer as a catch-up of each would, their views are stored, and `verify_all` compares them
-/// from one open of the sidecar, verifying only the failing one on its own.
+/// resume views of its sessions, and verified together. One transcript that fails in a batch
+/// (a folder named like a session: it opens, its read fails) fails alone: the others answer as
+/// a catch-up of each would, their views are stored (in the batch that failed and in one that
+/// did not), and `verify_all` compares them from one open of each sidecar, verifying only the
+/// failing one on its own.
 #[test]
 fn a_batch_of_short_sessions_with_one_failing_matches_the_scan() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::new(dir.path().join("index"));
+    // The same sessions in two projects: one batch that fails (the folder below), one that
+    // does not.
     let project = dir.path().join("projects/-many");
-    std::fs::create_dir_all(&project).unwrap();
-    let mut paths: Vec<PathBuf> = corpus()
-        .into_iter()
-        .filter(|p| std::fs::metadata(p).is_ok_and(|m| m.len() < 200_000))
-        .enumerate()
-        .map(|(n, src)| {
-            let path = project.join(format!("{n:08x}-0000-4000-8000-000000000000.jsonl"));
+    let mut paths = Vec::new();
+    for p in [&project, &dir.path().join("projects/-many-ok")] {
+        std::fs::create_dir_all(p).unwrap();
+        for (n, src) in corpus()
+            .into_iter()
+            .filter(|p| std::fs::metadata(p).is_ok_and(|m| m.len() < 200_000))
+            .enumerate()
+        {
+            let path = p.join(format!("{n:08x}-0000-4000-8000-000000000000.jsonl"));
             std::fs::copy(&src, &path).unwrap();
-            path
-        })
-        .collect();
-    assert!(paths.len() > 20, "{} sessions", paths.len());
+            paths.push(path);
+        }
+    }
+    assert!(paths.len() > 40, "{} sessions", paths.len());
     let bad = project.join("0000000f-ffff-4000-8000-000000000000.jsonl");
     std::fs::create_dir(&bad).unwrap();
     paths.push(bad.clone());

@@ -404,22 +404,37 @@ impl Sidecars {
                         created.insert(db_path.clone());
                     }
                     let todo: Vec<usize> = (0..paths.len()).filter(|&i| out[i].is_none()).collect();
-                    for batch in batches(&lens, &todo) {
-                        let done = match batch {
-                            Batch::One(i) => vec![(i, Self::catch_up_in(&mut db, &paths[i]))],
-                            Batch::Many(ix) => {
-                                Self::catch_up_batch(&mut db, paths, keys, &ix, views)
-                            }
-                        };
-                        for (i, r) in done {
-                            out[i] = Some(r.map(|(done, st)| {
-                                // A created sidecar waits for `compact_created`.
-                                if !db.created {
-                                    compact_after(&mut db, &done, &st);
-                                }
-                                done
-                            }));
+                    let (many, mut alone) = batches(&lens, &todo);
+                    let (together, failed) = Self::catch_up_batches(&db, paths, keys, &many, views);
+                    // The transcripts of a batch that failed: one by one, their views after.
+                    let mut retried = Vec::new();
+                    for &i in &failed {
+                        match Self::catch_up_in(&mut db, &paths[i]) {
+                            Ok((d, st)) => retried.push((i, d, st)),
+                            Err(e) => out[i] = Some(Err(e)),
                         }
+                    }
+                    write_views(
+                        &db,
+                        &walk_views(&db, fresh_views(paths, keys, &retried, views)),
+                    );
+                    let mut caught: Vec<(usize, Result<(CatchUp, FileState)>)> = together
+                        .into_iter()
+                        .chain(retried)
+                        .map(|(i, d, st)| (i, Ok((d, st))))
+                        .collect();
+                    alone.sort_unstable();
+                    for i in alone {
+                        caught.push((i, Self::catch_up_in(&mut db, &paths[i])));
+                    }
+                    for (i, r) in caught {
+                        out[i] = Some(r.map(|(done, st)| {
+                            // A created sidecar waits for `compact_created`.
+                            if !db.created {
+                                compact_after(&mut db, &done, &st);
+                            }
+                            done
+                        }));
                     }
                 }
                 Err(_) => {
@@ -437,61 +452,65 @@ impl Sidecars {
             .collect()
     }
 
-    /// Catches up `paths[i]` for each `i` of `ix` in one write transaction, then extends
-    /// their stored views as [`Self::catch_up_in`] does, and stores the views of those
-    /// indexed anew for which `views` says yes (sessions, as `chainlog index` prepares them). Anything going wrong in it (an
-    /// unreadable transcript, damage) drops the transaction, and each transcript is caught up
-    /// on its own, with its own answer.
-    fn catch_up_batch(
-        db: &mut IndexDb,
+    /// Catches up the transcripts of each batch of `batches` (positions in `paths`) in one
+    /// write transaction each, extends their stored views as [`Self::catch_up_in`] does, and
+    /// stores the views of the sessions (`views`) indexed anew: those of a batch are walked
+    /// on other threads while the next batch is caught up, and written after it. Returns what
+    /// was caught up, and the transcripts of the batches that failed (an unreadable transcript,
+    /// damage: the transaction was dropped), to be caught up one by one.
+    fn catch_up_batches(
+        db: &IndexDb,
         paths: &[PathBuf],
         keys: &[String],
-        ix: &[usize],
+        batches: &[Vec<usize>],
         views: fn(&Path) -> bool,
-    ) -> Vec<(usize, Result<(CatchUp, FileState)>)> {
-        let together = db::guard::isolate(|| -> std::result::Result<_, IngestError> {
-            let txn = db.begin_write()?;
-            let mut done = Vec::with_capacity(ix.len());
-            for &i in ix {
-                done.push(write::ingest::catch_up(&txn, &keys[i], &paths[i])?);
-            }
-            txn.commit()?;
-            Ok(done)
-        })
-        .and_then(std::result::Result::ok);
-        let done: Vec<(usize, Result<(CatchUp, FileState)>)> = match together {
-            Some(together) => ix
-                .iter()
-                .zip(together)
-                .map(|(&i, (mut done, st))| {
-                    // Indexed from zero: no view was stored to extend.
-                    let from_zero = done.bytes == st.indexed_len;
-                    if done.bytes > 0 && done.reindexed.is_none() && !from_zero {
-                        done.view = write::extension::extend_view(db, &paths[i], &keys[i], &st);
+    ) -> (Vec<(usize, CatchUp, FileState)>, Vec<usize>) {
+        let (mut done, mut failed) = (Vec::new(), Vec::new());
+        std::thread::scope(|scope| {
+            let mut walking: Option<std::thread::ScopedJoinHandle<'_, Vec<Walked<'_>>>> = None;
+            let wrote = |h: std::thread::ScopedJoinHandle<'_, Vec<Walked<'_>>>| match h.join() {
+                Ok(walked) => write_views(db, &walked),
+                Err(panic) => std::panic::resume_unwind(panic),
+            };
+            for ix in batches {
+                let together = db::guard::isolate(|| -> std::result::Result<_, IngestError> {
+                    let txn = db.begin_write()?;
+                    let mut caught = Vec::with_capacity(ix.len());
+                    for &i in ix {
+                        caught.push(write::ingest::catch_up(&txn, &keys[i], &paths[i])?);
                     }
-                    (i, Ok((done, st)))
+                    txn.commit()?;
+                    Ok(caught)
                 })
-                .collect(),
-            None => ix
-                .iter()
-                .map(|&i| (i, Self::catch_up_in(db, &paths[i])))
-                .collect(),
-        };
-        // The resume views of the sessions indexed anew, walked and stored together here
-        // rather than by a resume each (a write transaction each).
-        let fresh: Vec<(&Path, &str, &FileState)> = done
-            .iter()
-            .filter_map(|(i, r)| Some((*i, r.as_ref().ok()?)))
-            .filter(|(i, (d, st))| {
-                // New lines the view was not extended with, or an empty transcript (its view
-                // is empty).
-                let stale = d.bytes > 0 && d.view != write::ingest::ViewUpdate::Extended;
-                (stale || st.indexed_len == 0) && views(&paths[*i])
-            })
-            .map(|(i, (_, st))| (paths[i].as_path(), keys[i].as_str(), st))
-            .collect();
-        store_views(db, &fresh);
-        done
+                .and_then(std::result::Result::ok);
+                let Some(together) = together else {
+                    failed.extend_from_slice(ix);
+                    continue;
+                };
+                let batch: Vec<(usize, CatchUp, FileState)> = ix
+                    .iter()
+                    .zip(together)
+                    .map(|(&i, (mut d, st))| {
+                        // Indexed from zero: no view was stored to extend.
+                        let from_zero = d.bytes == st.indexed_len;
+                        if d.bytes > 0 && d.reindexed.is_none() && !from_zero {
+                            d.view = write::extension::extend_view(db, &paths[i], &keys[i], &st);
+                        }
+                        (i, d, st)
+                    })
+                    .collect();
+                let fresh = fresh_views(paths, keys, &batch, views);
+                done.extend(batch);
+                let next = scope.spawn(move || walk_views(db, fresh));
+                if let Some(h) = walking.replace(next) {
+                    wrote(h);
+                }
+            }
+            if let Some(h) = walking {
+                wrote(h);
+            }
+        });
+        (done, failed)
     }
 
     fn catch_up_unguarded(&self, transcript: &Path) -> Result<CatchUp> {
@@ -852,17 +871,25 @@ impl Sidecars {
     }
 }
 
-/// Walks and stores the default resume view of each transcript of `fresh`, just caught up to
-/// its state, in one write transaction; a view whose transcript's state moved meanwhile, that
-/// holds a line longer than [`read::view::VIEW_LINE_MAX`], or that fails is left to the
-/// session's first resume (best effort, as a resume's own store).
-fn store_views(db: &IndexDb, fresh: &[(&Path, &str, &FileState)]) {
+/// A resume view walked for a transcript just caught up: its key, the state it was walked
+/// for, the chain and how it ends.
+type Walked<'a> = (
+    &'a str,
+    FileState,
+    Resolution,
+    crate::resume::interrupt::Ending,
+);
+
+/// Walks the default resume view of each transcript of `fresh` (path, key, the state it was
+/// just caught up to) and reads how it ends, on every core, each walk in its own read
+/// transaction. A view that holds a line longer than [`read::view::VIEW_LINE_MAX`], or that
+/// fails, is left to the session's first resume (best effort, as a resume's own store).
+fn walk_views<'a>(db: &IndexDb, fresh: Vec<(&Path, &'a str, FileState)>) -> Vec<Walked<'a>> {
     use crate::resume::interrupt::Ending;
     use rayon::prelude::*;
-    // Walked and read on every core: each walk reads in its own transaction.
-    let made: Vec<_> = fresh
-        .par_iter()
-        .filter_map(|&(path, key, st)| {
+    fresh
+        .into_par_iter()
+        .filter_map(|(path, key, st)| {
             let ans = query(db.db(), st.clone(), path, read::view::OPTIONS, false).ok()??;
             let longest = ans.resolution.chain.iter().map(|l| l.pos.len).max();
             if ans.state.is_none() || longest.unwrap_or(0) > read::view::VIEW_LINE_MAX {
@@ -871,25 +898,31 @@ fn store_views(db: &IndexDb, fresh: &[(&Path, &str, &FileState)]) {
             let ending = Ending::of_lines(path, &ans.resolution.chain, &ans.names).ok()?;
             Some((key, st, ans.resolution, ending))
         })
-        .collect();
-    if made.is_empty() {
+        .collect()
+}
+
+/// Stores the views of `walked` in one write transaction, each only if its transcript is
+/// still at the state it was walked for.
+fn write_views(db: &IndexDb, walked: &[Walked<'_>]) {
+    if walked.is_empty() {
         return;
     }
     let _ = db::guard::isolate(|| -> std::result::Result<(), redb::Error> {
         let txn = db.begin_write()?;
         let current: Vec<bool> = {
             let files = txn.open_table(FILES)?;
-            made.iter()
+            walked
+                .iter()
                 .map(|(key, st, _, _)| {
                     write::ingest::file_state(&files, key)
                         .ok()
                         .flatten()
                         .as_ref()
-                        == Some(*st)
+                        == Some(st)
                 })
                 .collect()
         };
-        for ((_, st, res, ending), current) in made.iter().zip(current) {
+        for ((_, st, res, ending), current) in walked.iter().zip(current) {
             if current {
                 read::view::store(&txn, st, res, ending)?;
             }
@@ -897,6 +930,23 @@ fn store_views(db: &IndexDb, fresh: &[(&Path, &str, &FileState)]) {
         txn.commit()?;
         Ok(())
     });
+}
+
+/// The transcripts among `done` whose resume view is to be walked and stored: sessions
+/// (`views`) with new lines the stored view was not extended with, or empty (an empty view).
+fn fresh_views<'a>(
+    paths: &'a [PathBuf],
+    keys: &'a [String],
+    done: &[(usize, CatchUp, FileState)],
+    views: fn(&Path) -> bool,
+) -> Vec<(&'a Path, &'a str, FileState)> {
+    done.iter()
+        .filter(|(i, d, st)| {
+            let stale = d.bytes > 0 && d.view != write::ingest::ViewUpdate::Extended;
+            (stale || st.indexed_len == 0) && views(&paths[*i])
+        })
+        .map(|(i, _, st)| (paths[*i].as_path(), keys[*i].as_str(), st.clone()))
+        .collect()
 }
 
 /// What the index holds for one transcript ([`Sidecars::held_all`]): the walked answers of
@@ -931,36 +981,30 @@ impl Held {
     }
 }
 
-/// A run of [`Sidecars::catch_up_all`]'s work: a long transcript alone, or short ones together.
-enum Batch {
-    One(usize),
-    Many(Vec<usize>),
-}
-
-/// `todo` (positions in `lens`, the transcripts' lengths) cut into [`Batch`]es: each
-/// transcript of [`BATCH_FILE_BELOW`] or more alone, the others together up to
-/// [`BATCH_FILES`] or [`BATCH_BYTES`]. A transcript whose size was not read goes alone (it
+/// `todo` (positions in `lens`, the transcripts' lengths) cut into batches of short
+/// transcripts, up to [`BATCH_FILES`] or [`BATCH_BYTES`] each, and the transcripts to catch up
+/// alone: those of [`BATCH_FILE_BELOW`] or more, and those whose size was not read (each
 /// reports its error).
-fn batches(lens: &[Option<u64>], todo: &[usize]) -> Vec<Batch> {
-    let mut out = Vec::new();
-    let (mut many, mut bytes) = (Vec::new(), 0u64);
+fn batches(lens: &[Option<u64>], todo: &[usize]) -> (Vec<Vec<usize>>, Vec<usize>) {
+    let (mut many, mut alone) = (Vec::new(), Vec::new());
+    let (mut batch, mut bytes) = (Vec::new(), 0u64);
     for &i in todo {
         match lens[i] {
             Some(len) if len < BATCH_FILE_BELOW => {
-                if many.len() == BATCH_FILES || bytes + len > BATCH_BYTES {
-                    out.push(Batch::Many(std::mem::take(&mut many)));
+                if batch.len() == BATCH_FILES || bytes + len > BATCH_BYTES {
+                    many.push(std::mem::take(&mut batch));
                     bytes = 0;
                 }
-                many.push(i);
+                batch.push(i);
                 bytes += len;
             }
-            _ => out.push(Batch::One(i)),
+            _ => alone.push(i),
         }
     }
-    if !many.is_empty() {
-        out.push(Batch::Many(many));
+    if !batch.is_empty() {
+        many.push(batch);
     }
-    out
+    (many, alone)
 }
 
 /// The canonical path of `t` ([`Sidecars::key`]), its folder's looked up in or added to
