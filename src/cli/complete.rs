@@ -34,10 +34,12 @@ pub fn sessions() -> ArgValueCandidates {
 /// The sessions of the current directory's project, newest first, from the index (a current
 /// index reads no transcript); nothing when anything fails: completion never prints an error.
 fn session_candidates() -> Vec<CompletionCandidate> {
-    let Ok(claude) = chainlog::claude_dir(None) else {
+    let words: Vec<String> = std::env::args().skip_while(|a| a != "--").skip(1).collect();
+    let Ok(claude) = chainlog::claude_dir(typed(&words, "--claude-dir").as_deref()) else {
         return Vec::new();
     };
-    let Ok(store) = chainlog::Store::open(claude, chainlog::Store::default_index_dir()) else {
+    let index = typed(&words, "--index-dir").unwrap_or_else(chainlog::Store::default_index_dir);
+    let Ok(store) = chainlog::Store::open(claude, index) else {
         return Vec::new();
     };
     let opts = chainlog::ListOptions {
@@ -56,6 +58,26 @@ fn session_candidates() -> Vec<CompletionCandidate> {
             CompletionCandidate::new(f.session_id).help(Some(title.into()))
         })
         .collect()
+}
+
+/// The value given to `flag` (`--flag VALUE` or `--flag=VALUE`, the last one) among `words`,
+/// the command line being completed (the script passes it after `--`), so `chainlog
+/// --claude-dir X resume <TAB>` offers X's sessions. A leading `~/` is the home folder (the
+/// shell has not expanded the words it completes).
+fn typed(words: &[String], flag: &str) -> Option<std::path::PathBuf> {
+    let mut value = None;
+    for (i, w) in words.iter().enumerate() {
+        if w == flag {
+            value = words.get(i + 1).cloned();
+        } else if let Some(v) = w.strip_prefix(flag).and_then(|v| v.strip_prefix('=')) {
+            value = Some(v.to_owned());
+        }
+    }
+    let value = value.filter(|v| !v.is_empty())?;
+    match (value.strip_prefix("~/"), std::env::var_os("HOME")) {
+        (Some(rest), Some(home)) => Some(std::path::PathBuf::from(home).join(rest)),
+        _ => Some(value.into()),
+    }
 }
 
 /// Writes the completion script of `shell`: it runs this program to complete.

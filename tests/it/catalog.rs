@@ -1496,7 +1496,7 @@ fn cli_completion_offers_session_ids_in_bash() {
     let o = fx.run(&["completions", "bash"]);
     assert!(o.status.success());
     std::fs::write(&script, &o.stdout).unwrap();
-    let complete = |words: &[&str]| {
+    let complete_in = |claude: &Path, words: &[&str]| {
         let words_q: Vec<String> = words.iter().map(|w| format!("'{w}'")).collect();
         let cur = words.last().unwrap();
         let prev = words[words.len() - 2];
@@ -1510,13 +1510,14 @@ fn cli_completion_offers_session_ids_in_bash() {
         let o = Command::new("bash")
             .args(["--norc", "-c", &line])
             .current_dir(&fx.cwd)
-            .env("CLAUDE_CONFIG_DIR", &fx.claude)
+            .env("CLAUDE_CONFIG_DIR", claude)
             .env("XDG_CACHE_HOME", fx.tmp.path().join("cache"))
             .output()
             .unwrap();
         assert!(o.status.success(), "{}", stderr(&o));
         stdout(&o).lines().map(str::to_owned).collect::<Vec<_>>()
     };
+    let complete = |words: &[&str]| complete_in(&fx.claude, words);
     let offered = complete(&["chainlog", "resume", ""]);
     for (sid, _) in &fx.sessions {
         assert!(offered.contains(sid), "{sid} not offered: {offered:?}");
@@ -1540,6 +1541,23 @@ fn cli_completion_offers_session_ids_in_bash() {
         title.contains(&s1),
         "title's session completes too: {title:?}"
     );
+    // A --claude-dir typed on the line is the one completed from, whatever the environment
+    // names (both spellings).
+    let elsewhere = fx.tmp.path().join("no-sessions-here");
+    std::fs::create_dir_all(elsewhere.join("projects")).unwrap();
+    assert!(
+        !complete_in(&elsewhere, &["chainlog", "resume", ""]).contains(&s1),
+        "the environment's folder has no sessions"
+    );
+    let claude = fx.claude.to_str().unwrap();
+    let given = complete_in(
+        &elsewhere,
+        &["chainlog", "--claude-dir", claude, "resume", ""],
+    );
+    assert!(given.contains(&s1), "--claude-dir DIR: {given:?}");
+    let flag = format!("--claude-dir={claude}");
+    let given = complete_in(&elsewhere, &["chainlog", &flag, "resume", ""]);
+    assert!(given.contains(&s1), "--claude-dir=DIR: {given:?}");
 }
 
 /// Completions and the man page come from the clap definitions; errors under `--json` are one
