@@ -447,6 +447,10 @@ fn a_batch_of_short_sessions_with_one_failing_matches_the_scan() {
             assert!(r.is_err(), "a folder was caught up: {r:?}");
             continue;
         }
+        // The batch holding the folder failed and was caught up one by one; the other was
+        // caught up together.
+        let batched = r.as_ref().unwrap().batched;
+        assert_eq!(batched, !path.starts_with(&project), "{}", path.display());
         // Up to the last line's end (a torn tail waits).
         let bytes = std::fs::read(path).unwrap();
         let complete = bytes.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);

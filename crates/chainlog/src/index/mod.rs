@@ -491,6 +491,7 @@ impl Sidecars {
                     .iter()
                     .zip(together)
                     .map(|(&i, (mut d, st))| {
+                        d.batched = true;
                         // Indexed from zero: no view was stored to extend.
                         let from_zero = d.bytes == st.indexed_len;
                         if d.bytes > 0 && d.reindexed.is_none() && !from_zero {

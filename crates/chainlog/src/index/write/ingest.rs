@@ -50,6 +50,9 @@ pub struct CatchUp {
     pub reindexed: Option<&'static str>,
     /// What became of the materialised resume view.
     pub view: ViewUpdate,
+    /// Caught up together with other short transcripts, in one write transaction
+    /// ([`Store::catch_up_all`](crate::Store::catch_up_all)), rather than on its own.
+    pub batched: bool,
 }
 
 /// What a catch-up did to the materialised resume view of the file (stored by the last
