@@ -72,7 +72,10 @@ fn baseline(word: &str, dir: &Path) -> (&'static str, Duration, usize) {
 
 fn main() {
     let tmp = tempfile::tempdir().unwrap();
-    let claude = tmp.path().join("claude");
+    // `CHAINLOG_BENCH_KEEP=DIR` writes the tree there and keeps it (for profiling by hand).
+    let root = std::env::var_os("CHAINLOG_BENCH_KEEP")
+        .map_or_else(|| tmp.path().to_path_buf(), std::path::PathBuf::from);
+    let claude = root.join("claude");
     let projects = claude.join("projects");
     let sessions = total_bytes().div_ceil(SESSION_BYTES);
     let mut written = 0u64;
@@ -84,7 +87,7 @@ fn main() {
         paths.push(write_session(&projects, &s).unwrap());
     }
     // A rare command, in 3 sessions: what `search rsync` must find.
-    let store = Store::open(&claude, tmp.path().join("index")).unwrap();
+    let store = Store::open(&claude, root.join("index")).unwrap();
     for p in paths.iter().take(3) {
         let sid = p.file_stem().unwrap().to_str().unwrap();
         let mut w = store
@@ -110,7 +113,7 @@ fn main() {
     let start = Instant::now();
     let built = store.search_catch_up(&opts).unwrap();
     let build = start.elapsed();
-    let index_bytes = dir_size(&tmp.path().join("index/search"));
+    let index_bytes = dir_size(&root.join("index/search"));
     let mut q = Vec::new();
     let mut hits = Vec::new();
     for _ in 0..9 {

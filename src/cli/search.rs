@@ -49,7 +49,7 @@ pub fn run(cli: &Cli, a: &SearchArgs, out: &mut impl Write) -> CliResult {
         limit: a.limit,
         days: super::usage::day_range(a.since.as_deref(), a.until.as_deref())?,
     };
-    let chainlog::search::Found { hits, skipped } =
+    let chainlog::search::Found { hits, skipped, .. } =
         super::reading_store(cli)?.search(&a.query, &opts)?;
     super::report_skipped(&skipped);
     if cli.json {

@@ -42,7 +42,7 @@ use crate::chain::{
 use crate::error::IndexFault;
 use crate::error::IngestError;
 use crate::error::{Error, Result};
-use crate::id::IdNames;
+use crate::id::{Id, IdNames};
 use db::listing::Carried;
 use db::open::IndexDb;
 use format::schema::{BAD_LINES, FILES, FileState, PROGRESS, ROWS};
@@ -807,6 +807,64 @@ impl Sidecars {
             );
         }
         out
+    }
+
+    /// Which of `lines` (a line's offset and its uuid) of `transcript` are on its default
+    /// resume view ([`read::view::OPTIONS`]). Read from the stored view when one is stored
+    /// for the file as it is ([`read::view::contains`]: a few blocks when its lines are in
+    /// file order); else the view is resolved and stored, as a resume stores it, so the next
+    /// question reads it. The flag says whether the stored view answered.
+    pub(crate) fn on_view(
+        &self,
+        transcript: &Path,
+        lines: &[(u64, Id)],
+    ) -> Result<(Vec<bool>, bool)> {
+        let t = transcript.to_path_buf();
+        let asked = lines.to_vec();
+        let stored = self.bounded(transcript, move |s| {
+            let Some(ro) = db::open::open_read_only(&s.db_path(&t)) else {
+                return Ok(None);
+            };
+            let Some(st) = read_state(&ro, &Self::key(&t)) else {
+                return Ok(None);
+            };
+            if !Stat::of(&t)?.unchanged(&st, false) {
+                return Ok(None);
+            }
+            let found = db::wait::waiting(|| ro.begin_read())
+                .map_err(redb::Error::from)
+                .map_err(IndexFault::Storage)
+                .and_then(|txn| {
+                    let views = db::guard::read("view", || txn.open_table(format::schema::VIEW))?;
+                    read::view::contains(&views, &st, &asked)
+                });
+            // Damage is found and mended by the resolve below.
+            Ok(found.ok().flatten())
+        })?;
+        if let Some(found) = stored {
+            return Ok((found, true));
+        }
+        // Caught up first: a resolve of a grown file could answer from memory, leaving
+        // nothing to store, and every search would resolve it again (a catch-up also
+        // settles a state written within the racy window of the file's last write).
+        self.catch_up(transcript)?;
+        let ans = self.resolve(transcript, read::view::OPTIONS)?;
+        if ans.state.is_some()
+            && let Ok(ending) = crate::resume::interrupt::Ending::of_lines(
+                transcript,
+                &ans.resolution.chain,
+                &ans.names,
+            )
+        {
+            let _ = self.store_view(transcript, &ans, &ending);
+        }
+        let on: HashSet<(u64, Id)> = ans
+            .resolution
+            .chain
+            .iter()
+            .map(|l| (l.pos.offset, l.uuid))
+            .collect();
+        Ok((lines.iter().map(|l| on.contains(l)).collect(), false))
     }
 
     /// Resolves the chain of `transcript`, from the index when it can be used.

@@ -26,7 +26,7 @@
 mod repair;
 mod tail;
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashSet};
 use std::ops::Bound;
 use std::path::{Path, PathBuf};
 
@@ -39,7 +39,6 @@ use tantivy::{Index, IndexWriter, ReloadPolicy, Searcher, TantivyError, Term, do
 
 use crate::catalog::discover::list_project;
 use crate::catalog::list::resolve_scope;
-use crate::chain::ResolveOptions;
 use crate::error::{Error, Result};
 use crate::id::Id;
 use crate::index::Sidecars;
@@ -74,6 +73,8 @@ pub struct SearchHit {
     pub sidechain: bool,
     /// A fragment around the matches, with matches between `[` and `]`.
     pub snippet: String,
+    /// Where the message's line starts in the transcript.
+    pub offset: u64,
 }
 
 /// Where to search and how many hits to return.
@@ -358,6 +359,10 @@ pub struct Found {
     pub hits: Vec<SearchHit>,
     /// Transcripts left out: unreadable now.
     pub skipped: Vec<Error>,
+    /// Sessions of the hits whose resume view was resolved to tell which hits are on it (no
+    /// view was stored for their current state; it is now): the others were answered by a
+    /// few reads of the stored view.
+    pub resolved: usize,
 }
 
 /// The error a fault of the index in `dir` is said as.
@@ -476,8 +481,12 @@ pub(crate) fn search(
     }
     hits.sort_by(|a, b| b.score.total_cmp(&a.score));
     hits.truncate(limit);
-    mark_chains(store, &mut hits);
-    Ok(Found { hits, skipped })
+    let resolved = mark_chains(store, &mut hits);
+    Ok(Found {
+        hits,
+        skipped,
+        resolved,
+    })
 }
 
 /// The sessions with at least one message matching `query` (for `ls --search`).
@@ -584,6 +593,7 @@ impl ProjectIndex {
                 on_chain: false,
                 sidechain: n(self.fields.sidechain) == 1,
                 snippet: fragment,
+                offset: n(self.fields.offset),
                 path,
             });
         }
@@ -610,18 +620,29 @@ impl ProjectIndex {
     }
 }
 
-/// Marks each hit on or off its session's resumed chain (one resolve per session).
-fn mark_chains(store: &Sidecars, hits: &mut [SearchHit]) {
-    let mut chains: HashMap<PathBuf, HashSet<Id>> = HashMap::new();
-    for h in hits.iter_mut() {
-        let chain = chains.entry(h.path.clone()).or_insert_with(|| {
-            store
-                .resolve(&h.path, ResolveOptions::default())
-                .map(|a| a.resolution.chain.iter().map(|l| l.uuid).collect())
-                .unwrap_or_default()
-        });
-        h.on_chain = chain.contains(&Id::from_text(&h.uuid));
+/// Marks each hit on or off its session's resume view, one question per session
+/// ([`Sidecars::on_view`]: the stored view answers); returns how many sessions had no view
+/// stored for their current state (resolved, and stored for the next search).
+fn mark_chains(store: &Sidecars, hits: &mut [SearchHit]) -> usize {
+    let mut sessions: BTreeMap<PathBuf, Vec<usize>> = BTreeMap::new();
+    for (i, h) in hits.iter().enumerate() {
+        sessions.entry(h.path.clone()).or_default().push(i);
     }
+    let mut resolved = 0;
+    for (path, at) in sessions {
+        let lines: Vec<(u64, Id)> = at
+            .iter()
+            .map(|&i| (hits[i].offset, Id::from_text(&hits[i].uuid)))
+            .collect();
+        let (on, stored) = store
+            .on_view(&path, &lines)
+            .unwrap_or_else(|_| (vec![false; lines.len()], false));
+        resolved += usize::from(!stored);
+        for (i, on) in at.into_iter().zip(on) {
+            hits[i].on_chain = on;
+        }
+    }
+    resolved
 }
 
 /// A snippet's fragment with its matches between `[` and `]`, on one line.

@@ -78,7 +78,9 @@ use redb::TableDefinition;
 ///   bit when they are that row's): a key, an offset and a checksum per block, not per row.
 /// - 20: the facts' title passes over a last prompt that is a system text
 ///   (`<task-notification>`…): stored titles of 19 may hold one.
-pub const INDEX_SCHEMA_VERSION: u32 = 20;
+/// - 21: a stored `view`'s head says whether its links are in file order (`ordered`), so
+///   search asks whether a line is on the view by a binary search over its blocks.
+pub const INDEX_SCHEMA_VERSION: u32 = 21;
 
 /// The lowest and highest 16-byte ids, for range scans over one file's rows.
 pub const ID_FIRST: [u8; 16] = [0; 16];

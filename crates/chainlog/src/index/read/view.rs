@@ -98,6 +98,10 @@ struct Head {
     interrupt: u8,
     /// The tool ids the view's lines name ([`Ending::ids`]): what an extension checks.
     ids: Vec<(u64, u32)>,
+    /// Each block's first and last line (the lowest and highest offset of its links, which
+    /// are not in file order where parallel tool results were spliced): [`contains`] reads
+    /// only the blocks whose span holds the line asked for.
+    spans: Vec<(u64, u64)>,
 }
 
 const INTERRUPTS: [Interrupt; 3] = [
@@ -212,8 +216,14 @@ fn decode_block(body: &[u8]) -> Option<Vec<Link>> {
     read_chained(body, decode_link)
 }
 
-/// The head of `res` for `st`, with `len` links in all.
-fn head_of(st: &FileState, res: &Resolution, len: usize, ending: &Ending) -> Head {
+/// The head of `res` for `st`, with `len` links in all in blocks of these `spans`.
+fn head_of(
+    st: &FileState,
+    res: &Resolution,
+    len: usize,
+    ending: &Ending,
+    spans: Vec<(u64, u64)>,
+) -> Head {
     Head {
         stamp: Stamp::of(st),
         len: u32::try_from(len).unwrap_or(u32::MAX),
@@ -239,6 +249,7 @@ fn head_of(st: &FileState, res: &Resolution, len: usize, ending: &Ending) -> Hea
             .position(|i| *i == ending.interrupt)
             .unwrap_or(0) as u8,
         ids: ending.ids.clone(),
+        spans,
     }
 }
 
@@ -275,27 +286,30 @@ pub fn store(
     let f = st.file;
     let mut t = txn.open_table(VIEW)?;
     t.retain_in((f, 0)..=(f, u32::MAX), |_, _| false)?;
-    put(&mut t, st, res, 0, ending)
+    put(&mut t, st, res, 0, ending, &[])
 }
 
 /// Writes the head of `res` and its links, after `kept` links already stored (the block that
-/// holds the last of them is written again with its kept records).
+/// holds the last of them is written again with its kept records); `kept_spans`: the
+/// [`Head::spans`] of the blocks stored before.
 fn put(
     t: &mut redb::Table<'_, (u32, u32), &'static [u8]>,
     st: &FileState,
     res: &Resolution,
     kept: usize,
     ending: &Ending,
+    kept_spans: &[(u64, u64)],
 ) -> Result<(), redb::Error> {
     let f = st.file;
     let len = kept + res.chain.len();
-    let head = head_of(st, res, len, ending);
-    if head.len as usize != len || head.len == u32::MAX {
+    let mut block = block_of(kept);
+    let mut spans = kept_spans.get(..block as usize - 1).map(<[_]>::to_vec);
+    if u32::try_from(len).is_err() || len == u32::MAX as usize || spans.is_none() {
         t.retain_in((f, 0)..=(f, u32::MAX), |_, _| false)?;
         return Ok(());
     }
+    let spans = spans.as_mut().expect("checked above");
     // The kept records of the first block written.
-    let mut block = block_of(kept);
     let carried = kept % BLOCK;
     let mut links: Vec<Link> = Vec::new();
     if carried > 0 {
@@ -318,13 +332,14 @@ fn put(
             }
         }
     }
-    t.insert((f, 0), encode(&key_of(f, 0), &head).as_slice())?;
     let mut body = Vec::new();
     let mut in_block = 0;
     let mut before: Option<&Link> = None;
+    let mut span = (u64::MAX, 0);
     for link in links.iter().chain(&res.chain) {
         encode_link(link, before, &mut body);
         before = Some(link);
+        span = (span.0.min(link.pos.offset), span.1.max(link.pos.offset));
         in_block += 1;
         if in_block == BLOCK {
             let full = std::mem::take(&mut body);
@@ -332,6 +347,7 @@ fn put(
                 (f, block),
                 tag(&key_of(f, u64::from(block)), full).as_slice(),
             )?;
+            spans.push(std::mem::replace(&mut span, (u64::MAX, 0)));
             block += 1;
             in_block = 0;
             // Each block is read on its own: its first record names no link before.
@@ -343,11 +359,14 @@ fn put(
             (f, block),
             tag(&key_of(f, u64::from(block)), body).as_slice(),
         )?;
+        spans.push(span);
         block += 1;
     }
     // Blocks of a longer view stored before (none when the links after `kept` were spliced
     // again: a splice never drops a link) go.
     t.retain_in((f, block)..=(f, u32::MAX), |_, _| false)?;
+    let head = head_of(st, res, len, ending, std::mem::take(spans));
+    t.insert((f, 0), encode(&key_of(f, 0), &head).as_slice())?;
     Ok(())
 }
 
@@ -366,10 +385,18 @@ pub(crate) fn store_extended(
     let current = t
         .get((f, 0))?
         .and_then(|v| decode::<Head>(&key_of(f, 0), v.value()));
-    if current.is_none_or(|h| h.stamp != older.stamp || h.len as usize != older.len) {
+    let Some(current) = current.filter(|h| h.stamp == older.stamp && h.len as usize == older.len)
+    else {
         return Ok(false);
-    }
-    put(&mut t, st, &ext.resolution, ext.kept, ending)?;
+    };
+    put(
+        &mut t,
+        st,
+        &ext.resolution,
+        ext.kept,
+        ending,
+        &current.spans,
+    )?;
     Ok(true)
 }
 
@@ -467,6 +494,53 @@ fn load_links(
         )));
     }
     Ok(chain)
+}
+
+/// Which of `lines` (a line's offset and its uuid) are links of the view stored for `st`;
+/// `None` when no view is stored for this state of the file. Only the blocks whose span
+/// ([`Head::spans`]) holds a line asked for are read.
+pub fn contains(
+    t: &impl ReadableTable<(u32, u32), &'static [u8]>,
+    st: &FileState,
+    lines: &[(u64, Id)],
+) -> Result<Option<Vec<bool>>, IndexFault> {
+    let damaged = |what: String| IndexFault::damaged("view", what);
+    let f = st.file;
+    let head = read("view", || {
+        t.get((f, 0)).map(|v| v.map(|v| v.value().to_vec()))
+    })?;
+    let Some(head) = head else {
+        return Ok(None);
+    };
+    let Some(head) = decode::<Head>(&key_of(f, 0), &head) else {
+        return Err(damaged("the head fails its checksum".into()));
+    };
+    if head.stamp != Stamp::of(st) {
+        return Ok(None);
+    }
+    let len = head.len as usize;
+    if head.spans.len() != len.div_ceil(BLOCK) {
+        return Err(damaged(format!(
+            "{} block spans for {len} links",
+            head.spans.len()
+        )));
+    }
+    let mut on = vec![false; lines.len()];
+    for (i, &(lo, hi)) in head.spans.iter().enumerate() {
+        let inside: Vec<usize> = (0..lines.len())
+            .filter(|&k| !on[k] && (lo..=hi).contains(&lines[k].0))
+            .collect();
+        if inside.is_empty() {
+            continue;
+        }
+        let at = i * BLOCK;
+        for l in load_links(t, f, at, len.min(at + BLOCK))? {
+            for &k in &inside {
+                on[k] |= (l.pos.offset, l.uuid) == lines[k];
+            }
+        }
+    }
+    Ok(Some(on))
 }
 
 /// The stored view of file `f` when its stamp passes `accept`, with its link count; with
