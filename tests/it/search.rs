@@ -483,3 +483,29 @@ fn hits_on_the_view_are_the_reference_views_lines() {
     assert_eq!(check(&store), 1, "the grown session is resolved again");
     assert_eq!(check(&store), 0);
 }
+
+/// The search index keeps no positions: a phrase is asked as its words, and the messages
+/// found are checked with the phrase itself, so words in another order or apart do not
+/// match, and an excluded phrase excludes only where it is written (`ls --search` too).
+#[test]
+fn phrases_match_only_their_words_in_order() {
+    let fx = fx();
+    assert_eq!(uuids(&fx, "\"backup finished\""), [("05".to_owned(), true)]);
+    assert!(
+        uuids(&fx, "\"finished backup\"").is_empty(),
+        "another order"
+    );
+    assert!(uuids(&fx, "\"rsync photos\"").is_empty(), "words apart");
+    assert_eq!(uuids(&fx, "\"rsync photos\"~1"), [("02".to_owned(), true)]);
+    assert_eq!(
+        uuids(&fx, "photos/"),
+        [("01".to_owned(), true), ("02".to_owned(), true)]
+    );
+    assert_eq!(
+        uuids(&fx, "backup -\"backup finished\""),
+        [("02".to_owned(), true)]
+    );
+    let sessions = |q: &str| fx.store.matching_sessions(q, &all()).unwrap().len();
+    assert_eq!(sessions("\"backup finished\""), 1);
+    assert_eq!(sessions("\"finished backup\""), 0);
+}

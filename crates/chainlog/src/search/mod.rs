@@ -7,8 +7,11 @@
 //!
 //! - **A document per message** (user, assistant, and `local_command` system entries): its
 //!   searchable text ([`Message::searchable_text`](crate::Message::searchable_text): texts, thinking, tool names and inputs, tool
-//!   results), and where its line is (path, offset, length). The text is indexed, not stored:
-//!   the few lines a query returns are read again from the transcript to cut their snippets.
+//!   results) indexed as words and their frequencies, and where its line is (the
+//!   transcript's number, offset and length, as fast fields). Nothing is stored and no
+//!   position is kept (they were 85 % of the index): the transcript is the store, and a hit's
+//!   uuid, role, time and snippet are read from its line. A phrase is asked as its words and
+//!   the messages found are checked with the phrase itself (`search/query.rs`).
 //! - **Kept current by tailing**, as the redb index is: the commit payload records, per
 //!   transcript, its identity, the indexed length and a hash of the bytes just before it, in
 //!   the same atomic commit as the documents. A grown file adds only its new lines; any other
@@ -18,22 +21,27 @@
 //!   piece of work to the observer of [`crate::sidecar::set_progress`] (a first build over a big
 //!   tree takes seconds; the command shows a bar).
 //! - **Ranking** is BM25 over the text. Each hit says whether its message is on the session's
-//!   resumed chain (answered by [`Store::resolve`](crate::Store::resolve)) or on a dead branch.
+//!   resume view or off it (a dead branch, before a compaction): read from the view the
+//!   redb index stores (`Sidecars::on_view`: the few blocks whose lines may hold the hits),
+//!   which a search stores when none is stored for the file as it is.
 //! - **Damage** is never a failure: an index not closed by us is checked before it is read,
 //!   a tantivy error or panic starts it over, and the query is answered in the same call
 //!   (`search/repair.rs`). `chainlog rebuild` drops and builds again the indexes it finds ([`Store::search_rebuild`](crate::Store::search_rebuild)).
 
+mod query;
 mod repair;
 mod tail;
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::ops::Bound;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use tantivy::collector::TopDocs;
-use tantivy::query::{BooleanQuery, Occur, Query, QueryParser, RangeQuery};
-use tantivy::schema::{Field, INDEXED, STORED, STRING, Schema, TEXT, TantivyDocument, Value as _};
+use tantivy::query::{BooleanQuery, Occur, Query, RangeQuery};
+use tantivy::schema::{
+    FAST, Field, INDEXED, IndexRecordOption, STRING, Schema, TextFieldIndexing, TextOptions,
+};
 use tantivy::snippet::SnippetGenerator;
 use tantivy::{Index, IndexWriter, ReloadPolicy, Searcher, TantivyError, Term, doc};
 
@@ -45,6 +53,7 @@ use crate::index::Sidecars;
 use crate::index::db::progress::Tracker;
 use crate::transcript::time::parse_millis;
 use crate::transcript::usage::{DayRange, day_of};
+use query::Relaxed;
 use repair::{Fault, guarded};
 
 /// How long a catch-up waits for the index's writer lock held by another writer.
@@ -95,6 +104,8 @@ pub struct SearchOptions {
 /// What each indexed transcript looked like when its documents were committed.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct FileMark {
+    /// The transcript's number in this index: its documents' `file`.
+    pub id: u64,
     pub dev: u64,
     pub ino: u64,
     /// Modification and status-change times (ns) when indexed: an in-place edit moves them.
@@ -110,30 +121,36 @@ pub(crate) struct FileMark {
 type Marks = BTreeMap<String, FileMark>;
 
 struct Fields {
-    path: Field,
-    uuid: Field,
-    role: Field,
-    timestamp: Field,
+    /// The transcript's number ([`FileMark::id`]), indexed to delete its documents.
+    file: Field,
     /// The message's UTC day (`YYYY-MM-DD`), indexed for `--since/--until`.
     day: Field,
+    /// Where the message's line is: everything a hit shows is read from it.
     offset: Field,
     len: Field,
-    sidechain: Field,
+    /// The searchable text: words and their frequencies, no positions (phrases are checked
+    /// on the messages found, [`query::Relaxed`]), nothing stored.
     text: Field,
 }
 
+/// Names of the fast fields read for each hit.
+const FILE: &str = "file";
+const OFFSET: &str = "offset";
+const LEN: &str = "len";
+
 fn schema() -> (Schema, Fields) {
     let mut b = Schema::builder();
+    let words = TextOptions::default().set_indexing_options(
+        TextFieldIndexing::default()
+            .set_tokenizer("default")
+            .set_index_option(IndexRecordOption::WithFreqs),
+    );
     let f = Fields {
-        path: b.add_text_field("path", STRING | STORED),
-        uuid: b.add_text_field("uuid", STORED),
-        role: b.add_text_field("role", STORED),
-        timestamp: b.add_text_field("timestamp", STORED),
+        file: b.add_u64_field(FILE, INDEXED | FAST),
         day: b.add_text_field("day", STRING),
-        offset: b.add_u64_field("offset", STORED | INDEXED),
-        len: b.add_u64_field("len", STORED),
-        sidechain: b.add_u64_field("sidechain", STORED),
-        text: b.add_text_field("text", TEXT),
+        offset: b.add_u64_field(OFFSET, FAST),
+        len: b.add_u64_field(LEN, FAST),
+        text: b.add_text_field("text", words),
     };
     (b.build(), f)
 }
@@ -254,33 +271,34 @@ impl ProjectIndex {
         // Not clean until committed.
         repair::unmark(&self.dir)?;
         let mut writer: IndexWriter = self.writer()?;
-        for k in &gone {
-            writer.delete_term(Term::from_field_text(self.fields.path, k));
-            marks.remove(k);
-        }
+        let file_term = |id: u64| Term::from_field_u64(self.fields.file, id);
+        let mut next = self.drop_gone(&writer, &mut marks, &gone);
         for (p, step) in &plan {
             let k = key(p);
+            let old = marks.get(&k).map(|m| m.id);
             let from = if let tail::Plan::Append { from } = step {
                 done.appended += 1;
                 *from
             } else {
                 done.reindexed += 1;
-                writer.delete_term(Term::from_field_text(self.fields.path, &k));
+                if let Some(id) = old {
+                    writer.delete_term(file_term(id));
+                }
                 0
             };
+            let id = old.unwrap_or_else(|| {
+                next += 1;
+                next - 1
+            });
             let f = &self.fields;
             let mut failed = None;
             let mark = tail::read_messages(p, from, &mut progress, |m| {
                 writer
                     .add_document(doc!(
-                        f.path => k.as_str(),
-                        f.uuid => m.uuid.as_str(),
-                        f.role => m.role,
-                        f.timestamp => m.timestamp.clone().unwrap_or_default(),
+                        f.file => id,
                         f.day => day_of(parse_millis(m.timestamp.as_deref())),
                         f.offset => m.offset,
                         f.len => m.len,
-                        f.sidechain => u64::from(m.sidechain),
                         f.text => m.text.as_str(),
                     ))
                     .map(|_| ())
@@ -295,12 +313,12 @@ impl ProjectIndex {
             }
             match mark {
                 Ok(mark) => {
-                    marks.insert(k, mark);
+                    marks.insert(k, FileMark { id, ..mark });
                 }
                 // Unreadable (permissions, I/O): what was added of it goes, and it is indexed
                 // from zero once it can be read; the search goes on without it.
                 Err(e) => {
-                    writer.delete_term(Term::from_field_text(self.fields.path, &k));
+                    writer.delete_term(file_term(id));
                     marks.remove(&k);
                     done.skipped.push(e);
                 }
@@ -314,6 +332,19 @@ impl ProjectIndex {
         repair::mark_clean(&self.dir, &self.index)?;
         progress.finish();
         Ok(done)
+    }
+}
+
+impl ProjectIndex {
+    /// Deletes the documents of the transcripts `gone` and their marks; returns the number
+    /// the next new transcript gets.
+    fn drop_gone(&self, writer: &IndexWriter, marks: &mut Marks, gone: &[String]) -> u64 {
+        for k in gone {
+            if let Some(m) = marks.remove(k) {
+                writer.delete_term(Term::from_field_u64(self.fields.file, m.id));
+            }
+        }
+        marks.values().map(|m| m.id + 1).max().unwrap_or(0)
     }
 }
 
@@ -506,14 +537,12 @@ pub(crate) fn matching_sessions(
 }
 
 impl ProjectIndex {
-    /// Parses leniently: a stray quote or operator is read as text, never an error. Messages
-    /// outside `days` do not match.
-    fn parse(&self, query: &str, days: &DayRange) -> Box<dyn Query> {
-        let mut parser = QueryParser::for_index(&self.index, vec![self.fields.text]);
-        parser.set_conjunction_by_default();
-        let text = parser.parse_query_lenient(query).0;
+    /// Parses leniently: a stray quote or operator is read as text, never an error; widened
+    /// when it holds a phrase ([`Relaxed`]). Messages outside `days` do not match.
+    fn parse(&self, query: &str, days: &DayRange) -> Relaxed {
+        let mut r = Relaxed::parse(&self.index, self.fields.text, query);
         if days.since.is_none() && days.until.is_none() {
-            return text;
+            return r;
         }
         let bound = |day: &Option<String>| {
             day.as_deref().map_or(Bound::Unbounded, |d| {
@@ -521,10 +550,11 @@ impl ProjectIndex {
             })
         };
         let range = RangeQuery::new(bound(&days.since), bound(&days.until));
-        Box::new(BooleanQuery::new(vec![
-            (Occur::Must, text),
+        r.query = Box::new(BooleanQuery::new(vec![
+            (Occur::Must, r.query),
             (Occur::Must, Box::new(range)),
-        ]))
+        ]));
+        r
     }
 
     /// The index's writer. Its lock is held by another writer (another process, or one of this
@@ -556,6 +586,76 @@ impl ProjectIndex {
         Ok(reader.searcher())
     }
 
+    /// The best `limit` documents `q` finds: score, transcript number and line.
+    fn docs(
+        searcher: &Searcher,
+        q: &dyn Query,
+        limit: usize,
+    ) -> std::result::Result<Vec<(f32, u64, u64, u64)>, Fault> {
+        let top = searcher.search(q, &TopDocs::with_limit(limit).order_by_score())?;
+        let mut columns = HashMap::new();
+        let mut out = Vec::with_capacity(top.len());
+        for (score, addr) in top {
+            let cols = match columns.entry(addr.segment_ord) {
+                std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+                std::collections::hash_map::Entry::Vacant(e) => {
+                    let ff = searcher.segment_reader(addr.segment_ord).fast_fields();
+                    e.insert((ff.u64(FILE)?, ff.u64(OFFSET)?, ff.u64(LEN)?))
+                }
+            };
+            let at = |c: &tantivy::columnar::Column<u64>| c.first(addr.doc_id).unwrap_or_default();
+            out.push((score, at(&cols.0), at(&cols.1), at(&cols.2)));
+        }
+        Ok(out)
+    }
+
+    /// The best `limit` messages `r` finds, each read from its line (what a hit shows), those
+    /// a widened query found checked with the user's query ([`Relaxed::keep`]).
+    fn messages(
+        &self,
+        searcher: &Searcher,
+        r: &Relaxed,
+        limit: usize,
+    ) -> std::result::Result<Vec<(f32, PathBuf, tail::Found)>, Fault> {
+        let paths: HashMap<u64, PathBuf> = self
+            .marks()
+            .into_iter()
+            .map(|(k, m)| (m.id, PathBuf::from(k)))
+            .collect();
+        let mut files: HashMap<u64, Option<std::fs::File>> = HashMap::new();
+        // A widened query asks for more than it keeps, and for more again until it has
+        // `limit` or the index has no more.
+        let mut asked = if r.widened() { limit * 4 + 16 } else { limit };
+        loop {
+            let docs = Self::docs(searcher, &*r.query, asked)?;
+            let mut read = Vec::with_capacity(docs.len());
+            for &(score, id, offset, len) in &docs {
+                let Some(path) = paths.get(&id) else { continue };
+                let file = files
+                    .entry(id)
+                    .or_insert_with(|| std::fs::File::open(path).ok());
+                // A line that no longer reads as a message (the file changed since the
+                // catch-up) is no hit.
+                if let Some(m) = file.as_ref().and_then(|f| tail::message_at(f, offset, len)) {
+                    read.push((score, path.clone(), m));
+                }
+            }
+            let texts: Vec<&str> = read.iter().map(|(_, _, m)| m.text.as_str()).collect();
+            // When the check cannot run, what the index found is the answer.
+            let keep = r.keep(&texts).unwrap_or_else(|| vec![true; texts.len()]);
+            let kept: Vec<_> = read
+                .into_iter()
+                .zip(keep)
+                .filter_map(|(m, k)| k.then_some(m))
+                .take(limit)
+                .collect();
+            if kept.len() >= limit || docs.len() < asked {
+                return Ok(kept);
+            }
+            asked = asked.saturating_mul(4);
+        }
+    }
+
     fn query(
         &self,
         query: &str,
@@ -563,37 +663,23 @@ impl ProjectIndex {
         limit: usize,
     ) -> std::result::Result<Vec<SearchHit>, Fault> {
         let searcher = self.searcher()?;
-        let q = self.parse(query, days);
-        let top = searcher.search(&q, &TopDocs::with_limit(limit).order_by_score())?;
-        let snippets = SnippetGenerator::create(&searcher, &*q, self.fields.text)?;
+        let r = self.parse(query, days);
+        let snippets = SnippetGenerator::create(&searcher, &*r.query, self.fields.text)?;
         let mut out = Vec::new();
-        for (score, addr) in top {
-            let d: TantivyDocument = searcher.doc(addr)?;
-            let s = |f: Field| {
-                d.get_first(f)
-                    .and_then(|v| v.as_str())
-                    .unwrap_or_default()
-                    .to_owned()
-            };
-            let n = |f: Field| d.get_first(f).and_then(|v| v.as_u64()).unwrap_or_default();
-            let path = PathBuf::from(s(self.fields.path));
-            // Snippets are cut from the line itself, read again by offset.
-            let text = tail::message_text(&path, n(self.fields.offset), n(self.fields.len))
-                .unwrap_or_default();
-            let fragment = marked(&snippets.snippet(&text));
+        for (score, path, m) in self.messages(&searcher, &r, limit)? {
             out.push(SearchHit {
                 session_id: path
                     .file_stem()
                     .map(|x| x.to_string_lossy().into_owned())
                     .unwrap_or_default(),
-                uuid: s(self.fields.uuid),
-                role: s(self.fields.role),
-                timestamp: Some(s(self.fields.timestamp)).filter(|t| !t.is_empty()),
+                snippet: marked(&snippets.snippet(&m.text)),
+                uuid: m.uuid,
+                role: m.role.to_owned(),
+                timestamp: m.timestamp,
                 score,
                 on_chain: false,
-                sidechain: n(self.fields.sidechain) == 1,
-                snippet: fragment,
-                offset: n(self.fields.offset),
+                sidechain: m.sidechain,
+                offset: m.offset,
                 path,
             });
         }
@@ -607,16 +693,24 @@ impl ProjectIndex {
         limit: usize,
     ) -> std::result::Result<HashSet<PathBuf>, Fault> {
         let searcher = self.searcher()?;
-        let q = self.parse(query, days);
-        let top = searcher.search(&q, &TopDocs::with_limit(limit).order_by_score())?;
-        let mut out = HashSet::new();
-        for (_, addr) in top {
-            let d: TantivyDocument = searcher.doc(addr)?;
-            if let Some(p) = d.get_first(self.fields.path).and_then(|v| v.as_str()) {
-                out.insert(PathBuf::from(p));
-            }
+        let r = self.parse(query, days);
+        if r.widened() {
+            return Ok(self
+                .messages(&searcher, &r, limit)?
+                .into_iter()
+                .map(|(_, p, _)| p)
+                .collect());
         }
-        Ok(out)
+        let marks = self.marks();
+        let ids: HashSet<u64> = Self::docs(&searcher, &*r.query, limit)?
+            .into_iter()
+            .map(|(_, id, _, _)| id)
+            .collect();
+        Ok(marks
+            .into_iter()
+            .filter(|(_, m)| ids.contains(&m.id))
+            .map(|(k, _)| PathBuf::from(k))
+            .collect())
     }
 }
 

@@ -129,6 +129,7 @@ pub(super) fn read_messages(
     }
     let len = summary.complete_len;
     Ok(FileMark {
+        id: 0,
         dev: m.dev(),
         ino: m.ino(),
         mtime_ns: mtime_ns(&m),
@@ -138,12 +139,11 @@ pub(super) fn read_messages(
     })
 }
 
-/// The searchable text of the line at `offset` (for snippets).
-pub(super) fn message_text(path: &Path, offset: u64, len: u64) -> Option<String> {
-    let file = File::open(path).ok()?;
+/// The searchable message of the line of `file` at `offset` (what a hit shows).
+pub(super) fn message_at(file: &File, offset: u64, len: u64) -> Option<Found> {
     let mut buf = vec![0; usize::try_from(len).ok()?];
     file.read_exact_at(&mut buf, offset).ok()?;
-    found(&buf, offset, len).map(|f| f.text)
+    found(&buf, offset, len)
 }
 
 pub(super) fn mtime_ns(m: &std::fs::Metadata) -> i128 {
