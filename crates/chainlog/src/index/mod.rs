@@ -42,7 +42,7 @@ use crate::chain::{
 use crate::error::IndexFault;
 use crate::error::IngestError;
 use crate::error::{Error, Result};
-use crate::id::{Id, IdNames};
+use crate::id::IdNames;
 use db::listing::Carried;
 use db::open::IndexDb;
 use format::schema::{BAD_LINES, FILES, FileState, PROGRESS, ROWS};
@@ -814,10 +814,11 @@ impl Sidecars {
     /// for the file as it is ([`read::view::contains`]: a few blocks when its lines are in
     /// file order); else the view is resolved and stored, as a resume stores it, so the next
     /// question reads it. The flag says whether the stored view answered.
+    #[cfg(feature = "search")]
     pub(crate) fn on_view(
         &self,
         transcript: &Path,
-        lines: &[(u64, Id)],
+        lines: &[(u64, crate::id::Id)],
     ) -> Result<(Vec<bool>, bool)> {
         let t = transcript.to_path_buf();
         let asked = lines.to_vec();
@@ -858,7 +859,7 @@ impl Sidecars {
         {
             let _ = self.store_view(transcript, &ans, &ending);
         }
-        let on: HashSet<(u64, Id)> = ans
+        let on: HashSet<(u64, crate::id::Id)> = ans
             .resolution
             .chain
             .iter()

@@ -499,6 +499,7 @@ fn load_links(
 /// Which of `lines` (a line's offset and its uuid) are links of the view stored for `st`;
 /// `None` when no view is stored for this state of the file. Only the blocks whose span
 /// ([`Head::spans`]) holds a line asked for are read.
+#[cfg(feature = "search")]
 pub fn contains(
     t: &impl ReadableTable<(u32, u32), &'static [u8]>,
     st: &FileState,
