@@ -115,6 +115,10 @@ pub(crate) struct FileMark {
     pub len: u64,
     /// blake3 of up to 4 KiB before `len`, hex.
     pub tail_hash: String,
+    /// When the file was opened to be read (ns since the epoch): times that had settled
+    /// by then prove a file with the same stat unchanged without reading it.
+    #[serde(default)]
+    pub checked_at_ns: i128,
 }
 
 /// The commit payload: transcript path → its mark.
@@ -162,6 +166,9 @@ struct ProjectIndex {
     fields: Fields,
     /// Deleted and created empty when opened (damaged, or dropped by a rebuild).
     started_over: bool,
+    /// The marks of the last commit, once read (or written by this catch-up): the payload of
+    /// a project of many transcripts is megabytes of JSON.
+    read_marks: std::cell::RefCell<Option<Marks>>,
 }
 
 impl ProjectIndex {
@@ -194,6 +201,7 @@ impl ProjectIndex {
             index,
             fields,
             started_over: false,
+            read_marks: std::cell::RefCell::default(),
         })
     }
 
@@ -214,12 +222,17 @@ impl ProjectIndex {
     }
 
     fn marks(&self) -> Marks {
-        self.index
-            .load_metas()
-            .ok()
-            .and_then(|m| m.payload)
-            .and_then(|p| serde_json::from_str(&p).ok())
-            .unwrap_or_default()
+        self.read_marks
+            .borrow_mut()
+            .get_or_insert_with(|| {
+                self.index
+                    .load_metas()
+                    .ok()
+                    .and_then(|m| m.payload)
+                    .and_then(|p| serde_json::from_str(&p).ok())
+                    .unwrap_or_default()
+            })
+            .clone()
     }
 
     /// Brings the documents up to date with `sessions` (the transcripts of `project_dir`),
@@ -328,6 +341,7 @@ impl ProjectIndex {
         let mut prepared = writer.prepare_commit()?;
         prepared.set_payload(&payload);
         prepared.commit()?;
+        *self.read_marks.borrow_mut() = Some(marks);
         writer.wait_merging_threads()?;
         repair::mark_clean(&self.dir, &self.index)?;
         progress.finish();

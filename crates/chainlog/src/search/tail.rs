@@ -11,6 +11,7 @@ use serde_json::Value;
 use super::FileMark;
 use crate::error::{Error, Result};
 use crate::index::db::progress::{Counted, Tracker};
+use crate::index::write::ingest::{now_ns, settled};
 use crate::resume::message::{Message, Role};
 use crate::transcript::frame::Framer;
 
@@ -42,6 +43,15 @@ pub(super) fn plan(path: &Path, mark: Option<&FileMark>) -> std::io::Result<Plan
     let Some(mark) = mark else {
         return Ok(Plan::Reindex);
     };
+    let m = std::fs::metadata(path)?;
+    // The same file, length and times, and those times settled before it was read (the
+    // racy-mtime rule the redb index follows): unchanged, nothing read.
+    if (m.dev(), m.ino(), m.len()) == (mark.dev, mark.ino, mark.len)
+        && (mtime_ns(&m), ctime_ns(&m)) == (mark.mtime_ns, mark.ctime_ns)
+        && settled(mark.mtime_ns, mark.checked_at_ns)
+    {
+        return Ok(Plan::Unchanged);
+    }
     let file = File::open(path)?;
     let m = file.metadata()?;
     let same_stat = m.dev() == mark.dev
@@ -104,6 +114,7 @@ pub(super) fn read_messages(
     mut add: impl FnMut(&Found) -> Result<()>,
 ) -> Result<FileMark> {
     let io = |e| Error::io(path, e);
+    let checked_at_ns = now_ns();
     let mut file = File::open(path).map_err(io)?;
     let m = file.metadata().map_err(io)?;
     file.seek(SeekFrom::Start(from)).map_err(io)?;
@@ -136,6 +147,7 @@ pub(super) fn read_messages(
         ctime_ns: ctime_ns(&m),
         len,
         tail_hash: tail_hash(&file, len).map_err(io)?,
+        checked_at_ns,
     })
 }
 
