@@ -507,18 +507,9 @@ pub fn contains(
 ) -> Result<Option<Vec<bool>>, IndexFault> {
     let damaged = |what: String| IndexFault::damaged("view", what);
     let f = st.file;
-    let head = read("view", || {
-        t.get((f, 0)).map(|v| v.map(|v| v.value().to_vec()))
-    })?;
-    let Some(head) = head else {
+    let Some(head) = read_head(t, f)?.filter(|h| h.stamp == Stamp::of(st)) else {
         return Ok(None);
     };
-    let Some(head) = decode::<Head>(&key_of(f, 0), &head) else {
-        return Err(damaged("the head fails its checksum".into()));
-    };
-    if head.stamp != Stamp::of(st) {
-        return Ok(None);
-    }
     let len = head.len as usize;
     if head.spans.len() != len.div_ceil(BLOCK) {
         return Err(damaged(format!(
@@ -544,6 +535,23 @@ pub fn contains(
     Ok(Some(on))
 }
 
+/// The head of the view stored for file `f`, if one is; [`IndexFault::Damaged`] when it
+/// fails its checksum.
+fn read_head(
+    t: &impl ReadableTable<(u32, u32), &'static [u8]>,
+    f: u32,
+) -> Result<Option<Head>, IndexFault> {
+    let head = read("view", || {
+        t.get((f, 0)).map(|v| v.map(|v| v.value().to_vec()))
+    })?;
+    let Some(head) = head else {
+        return Ok(None);
+    };
+    decode::<Head>(&key_of(f, 0), &head)
+        .map(Some)
+        .ok_or_else(|| IndexFault::damaged("view", String::from("the head fails its checksum")))
+}
+
 /// The stored view of file `f` when its stamp passes `accept`, with its link count; with
 /// `last`, only that many of its last links are read.
 fn load_if(
@@ -553,18 +561,9 @@ fn load_if(
     last: Option<usize>,
 ) -> Result<Option<(Stamp, Stored, usize)>, IndexFault> {
     let damaged = |what: String| IndexFault::damaged("view", what);
-    let head = read("view", || {
-        t.get((f, 0)).map(|v| v.map(|v| v.value().to_vec()))
-    })?;
-    let Some(head) = head else {
+    let Some(head) = read_head(t, f)?.filter(|h| accept(&h.stamp)) else {
         return Ok(None);
     };
-    let Some(head) = decode::<Head>(&key_of(f, 0), &head) else {
-        return Err(damaged("the head fails its checksum".into()));
-    };
-    if !accept(&head.stamp) {
-        return Ok(None);
-    }
     let len = head.len as usize;
     let first = last.map_or(0, |k| len.saturating_sub(k));
     let chain = load_links(t, f, first, len)?;
