@@ -509,3 +509,87 @@ fn phrases_match_only_their_words_in_order() {
     assert_eq!(sessions("\"backup finished\""), 1);
     assert_eq!(sessions("\"finished backup\""), 0);
 }
+
+/// A phrase whose words are in thousands of messages, in order in only some: every one of
+/// those is found and no other, though they are checked a chunk at a time and the index is
+/// asked again for more; `ls --search` names each session that has one, and no other.
+#[test]
+fn a_phrase_among_thousands_of_its_words_apart() {
+    let tmp = tempfile::tempdir().unwrap();
+    let claude = tmp.path().join("claude");
+    let project = claude.join("projects/-work-demo");
+    std::fs::create_dir_all(&project).unwrap();
+    let mut want = Vec::new();
+    for (s, in_order) in [(1, true), (2, false), (3, true)] {
+        let mut text = String::new();
+        for n in 1..=1500u32 {
+            // Every 7th message of an in-order session holds the phrase; the others hold its
+            // words reversed, or apart.
+            let phrase = in_order && n % 7 == 0;
+            let words = match (phrase, n % 2) {
+                (true, _) => format!("step {n}: alpha beta done"),
+                (false, 0) => format!("step {n}: beta alpha done"),
+                (false, _) => format!("step {n}: alpha then beta"),
+            };
+            if phrase {
+                want.push(format!("{s}-{n}"));
+            }
+            let l = line(n, (n > 1).then(|| n - 1), "user", &json!(words));
+            text.push_str(&l.replace(
+                "11111111-1111-4111-8111-111111111111",
+                &format!("{s}{s}{s}{s}{s}{s}{s}{s}-1111-4111-8111-111111111111"),
+            ));
+        }
+        std::fs::write(
+            project.join(format!(
+                "{s}{s}{s}{s}{s}{s}{s}{s}-1111-4111-8111-111111111111.jsonl"
+            )),
+            text,
+        )
+        .unwrap();
+    }
+    let store = Store::open(&claude, tmp.path().join("index")).unwrap();
+    let opts = SearchOptions {
+        all: true,
+        limit: 100_000,
+        ..SearchOptions::default()
+    };
+    let mut got: Vec<String> = store
+        .search("\"alpha beta\"", &opts)
+        .unwrap()
+        .hits
+        .iter()
+        .map(|h| {
+            let n: u32 = h.uuid[h.uuid.len() - 12..].parse().unwrap();
+            format!("{}-{n}", &h.session_id[..1])
+        })
+        .collect();
+    got.sort();
+    want.sort();
+    assert_eq!(got, want);
+    // Fewer than all: the first answers checked hold too few, so the index is asked again.
+    let few = store
+        .search(
+            "\"alpha beta\"",
+            &SearchOptions {
+                limit: 300,
+                ..opts.clone()
+            },
+        )
+        .unwrap()
+        .hits;
+    assert_eq!(few.len(), 300);
+    assert!(
+        few.iter().all(|h| h.snippet.contains("[alpha] [beta]")),
+        "{:?}",
+        few[0]
+    );
+    let mut sessions: Vec<String> = store
+        .matching_sessions("\"alpha beta\"", &opts)
+        .unwrap()
+        .iter()
+        .map(|p| p.file_name().unwrap().to_string_lossy()[..1].to_owned())
+        .collect();
+    sessions.sort();
+    assert_eq!(sessions, ["1", "3"]);
+}

@@ -137,6 +137,9 @@ struct Fields {
     text: Field,
 }
 
+/// Messages read and checked together when a widened query's answers are checked.
+const CHECKED_AT_ONCE: usize = 1024;
+
 /// Names of the fast fields read for each hit.
 const FILE: &str = "file";
 const OFFSET: &str = "offset";
@@ -624,12 +627,15 @@ impl ProjectIndex {
     }
 
     /// The best `limit` messages `r` finds, each read from its line (what a hit shows), those
-    /// a widened query found checked with the user's query ([`Relaxed::keep`]).
+    /// a widened query found checked with the user's query ([`Relaxed::keep`]), a chunk of
+    /// [`CHECKED_AT_ONCE`] at a time (memory follows the chunk, not the matches). With
+    /// `one_per_file`, a transcript that has a message kept is not read again.
     fn messages(
         &self,
         searcher: &Searcher,
         r: &Relaxed,
         limit: usize,
+        one_per_file: bool,
     ) -> std::result::Result<Vec<(f32, PathBuf, tail::Found)>, Fault> {
         let paths: HashMap<u64, PathBuf> = self
             .marks()
@@ -640,29 +646,37 @@ impl ProjectIndex {
         // A widened query asks for more than it keeps, and for more again until it has
         // `limit` or the index has no more.
         let mut asked = if r.widened() { limit * 4 + 16 } else { limit };
+        let mut seen = 0;
+        let mut kept = Vec::new();
+        let mut kept_files = HashSet::new();
         loop {
             let docs = Self::docs(searcher, &*r.query, asked)?;
-            let mut read = Vec::with_capacity(docs.len());
-            for &(score, id, offset, len) in &docs {
-                let Some(path) = paths.get(&id) else { continue };
-                let file = files
-                    .entry(id)
-                    .or_insert_with(|| std::fs::File::open(path).ok());
-                // A line that no longer reads as a message (the file changed since the
-                // catch-up) is no hit.
-                if let Some(m) = file.as_ref().and_then(|f| tail::message_at(f, offset, len)) {
-                    read.push((score, path.clone(), m));
+            for chunk in docs[seen.min(docs.len())..].chunks(CHECKED_AT_ONCE) {
+                let mut read = Vec::with_capacity(chunk.len());
+                for &(score, id, offset, len) in chunk {
+                    let Some(path) = paths.get(&id) else { continue };
+                    if one_per_file && kept_files.contains(&id) {
+                        continue;
+                    }
+                    let file = files
+                        .entry(id)
+                        .or_insert_with(|| std::fs::File::open(path).ok());
+                    // A line that no longer reads as a message (the file changed since the
+                    // catch-up) is no hit.
+                    if let Some(m) = file.as_ref().and_then(|f| tail::message_at(f, offset, len)) {
+                        read.push((score, id, path.clone(), m));
+                    }
+                }
+                let texts: Vec<&str> = read.iter().map(|(.., m)| m.text.as_str()).collect();
+                // When the check cannot run, what the index found is the answer.
+                let keep = r.keep(&texts).unwrap_or_else(|| vec![true; texts.len()]);
+                for ((score, id, path, m), k) in read.into_iter().zip(keep) {
+                    if k && kept.len() < limit && (!one_per_file || kept_files.insert(id)) {
+                        kept.push((score, path, m));
+                    }
                 }
             }
-            let texts: Vec<&str> = read.iter().map(|(_, _, m)| m.text.as_str()).collect();
-            // When the check cannot run, what the index found is the answer.
-            let keep = r.keep(&texts).unwrap_or_else(|| vec![true; texts.len()]);
-            let kept: Vec<_> = read
-                .into_iter()
-                .zip(keep)
-                .filter_map(|(m, k)| k.then_some(m))
-                .take(limit)
-                .collect();
+            seen = docs.len();
             if kept.len() >= limit || docs.len() < asked {
                 return Ok(kept);
             }
@@ -680,7 +694,7 @@ impl ProjectIndex {
         let r = self.parse(query, days);
         let snippets = SnippetGenerator::create(&searcher, &*r.query, self.fields.text)?;
         let mut out = Vec::new();
-        for (score, path, m) in self.messages(&searcher, &r, limit)? {
+        for (score, path, m) in self.messages(&searcher, &r, limit, false)? {
             out.push(SearchHit {
                 session_id: path
                     .file_stem()
@@ -710,7 +724,7 @@ impl ProjectIndex {
         let r = self.parse(query, days);
         if r.widened() {
             return Ok(self
-                .messages(&searcher, &r, limit)?
+                .messages(&searcher, &r, limit, true)?
                 .into_iter()
                 .map(|(_, p, _)| p)
                 .collect());
