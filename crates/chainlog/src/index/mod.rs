@@ -811,9 +811,10 @@ impl Sidecars {
 
     /// Which of `lines` (a line's offset and its uuid) of `transcript` are on its default
     /// resume view ([`read::view::OPTIONS`]). Read from the stored view when one is stored
-    /// for the file as it is ([`read::view::contains`]: a few blocks when its lines are in
-    /// file order); else the view is resolved and stored, as a resume stores it, so the next
-    /// question reads it. The flag says whether the stored view answered.
+    /// for the file as it is ([`read::view::contains`]: only the blocks whose span of lines
+    /// holds one of them); else the file is caught up and the view resolved and stored, as a
+    /// resume stores it, so the next question reads it. The flag says whether the stored view
+    /// answered.
     #[cfg(feature = "search")]
     pub(crate) fn on_view(
         &self,
