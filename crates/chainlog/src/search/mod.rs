@@ -225,17 +225,19 @@ impl ProjectIndex {
     }
 
     fn marks(&self) -> Marks {
-        self.read_marks
-            .borrow_mut()
-            .get_or_insert_with(|| {
-                self.index
-                    .load_metas()
-                    .ok()
-                    .and_then(|m| m.payload)
-                    .and_then(|p| serde_json::from_str(&p).ok())
-                    .unwrap_or_default()
-            })
-            .clone()
+        self.with_marks(Marks::clone)
+    }
+
+    /// `read` of the marks of the last commit, read from its payload once.
+    fn with_marks<T>(&self, read: impl FnOnce(&Marks) -> T) -> T {
+        read(self.read_marks.borrow_mut().get_or_insert_with(|| {
+            self.index
+                .load_metas()
+                .ok()
+                .and_then(|m| m.payload)
+                .and_then(|p| serde_json::from_str(&p).ok())
+                .unwrap_or_default()
+        }))
     }
 
     /// Brings the documents up to date with `sessions` (the transcripts of `project_dir`),
@@ -261,7 +263,7 @@ impl ProjectIndex {
         };
         for p in sessions {
             match tail::plan(p, marks.get(&key(p))) {
-                Ok(tail::Plan::Unchanged) => {}
+                Ok(tail::Plan::Unchanged { compared }) => done.compared += usize::from(compared),
                 Ok(step) => plan.push((p, step)),
                 // Unreadable now: keep what was indexed, try again next time.
                 Err(e) => done.skipped.push(Error::io(p, e)),
@@ -378,6 +380,10 @@ pub struct SearchCatchUp {
     pub reindexed: usize,
     /// Transcripts whose new lines only were indexed.
     pub appended: usize,
+    /// Unchanged transcripts opened to compare the bytes before their indexed end (their
+    /// times had not settled when they were indexed); the others were proved unchanged by
+    /// their `stat` alone.
+    pub compared: usize,
     /// Transcripts gone from disk whose documents were deleted.
     pub dropped: usize,
     /// Projects whose search index was deleted and built again from zero: found damaged (or
@@ -393,6 +399,7 @@ impl SearchCatchUp {
         self.files += c.files;
         self.reindexed += c.reindexed;
         self.appended += c.appended;
+        self.compared += c.compared;
         self.dropped += c.dropped;
         self.started_over += c.started_over;
         self.skipped.extend(c.skipped);
@@ -637,11 +644,12 @@ impl ProjectIndex {
         limit: usize,
         one_per_file: bool,
     ) -> std::result::Result<Vec<(f32, PathBuf, tail::Found)>, Fault> {
-        let paths: HashMap<u64, PathBuf> = self
-            .marks()
-            .into_iter()
-            .map(|(k, m)| (m.id, PathBuf::from(k)))
-            .collect();
+        let paths: HashMap<u64, PathBuf> = self.with_marks(|marks| {
+            marks
+                .iter()
+                .map(|(k, m)| (m.id, PathBuf::from(k)))
+                .collect()
+        });
         let mut files: HashMap<u64, Option<std::fs::File>> = HashMap::new();
         // A widened query asks for more than it keeps, and for more again until it has
         // `limit` or the index has no more.
@@ -729,16 +737,17 @@ impl ProjectIndex {
                 .map(|(_, p, _)| p)
                 .collect());
         }
-        let marks = self.marks();
         let ids: HashSet<u64> = Self::docs(&searcher, &*r.query, limit)?
             .into_iter()
             .map(|(_, id, _, _)| id)
             .collect();
-        Ok(marks
-            .into_iter()
-            .filter(|(_, m)| ids.contains(&m.id))
-            .map(|(k, _)| PathBuf::from(k))
-            .collect())
+        Ok(self.with_marks(|marks| {
+            marks
+                .iter()
+                .filter(|(_, m)| ids.contains(&m.id))
+                .map(|(k, _)| PathBuf::from(k))
+                .collect()
+        }))
     }
 }
 

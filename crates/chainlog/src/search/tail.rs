@@ -20,8 +20,9 @@ const TAIL: u64 = 4096;
 
 /// What a transcript needs.
 pub(super) enum Plan {
-    /// Nothing changed.
-    Unchanged,
+    /// Nothing changed: its stat proved it (`compared: false`), or, its times not settled
+    /// when it was indexed, the bytes before its indexed end (`compared: true`).
+    Unchanged { compared: bool },
     /// It grew: index its lines from `from`.
     Append {
         /// The indexed length.
@@ -50,7 +51,7 @@ pub(super) fn plan(path: &Path, mark: Option<&FileMark>) -> std::io::Result<Plan
         && (mtime_ns(&m), ctime_ns(&m)) == (mark.mtime_ns, mark.ctime_ns)
         && settled(mark.mtime_ns, mark.checked_at_ns)
     {
-        return Ok(Plan::Unchanged);
+        return Ok(Plan::Unchanged { compared: false });
     }
     let file = File::open(path)?;
     let m = file.metadata()?;
@@ -65,7 +66,7 @@ pub(super) fn plan(path: &Path, mark: Option<&FileMark>) -> std::io::Result<Plan
         return Ok(Plan::Reindex);
     }
     Ok(if m.len() == mark.len {
-        Plan::Unchanged
+        Plan::Unchanged { compared: true }
     } else {
         Plan::Append { from: mark.len }
     })
