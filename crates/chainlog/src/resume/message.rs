@@ -148,26 +148,6 @@ impl Message {
             .join("\n\n")
     }
 
-    /// Every word a search should find: texts, thinking, tool names, tool inputs (commands,
-    /// paths) and tool results.
-    pub fn searchable_text(&self) -> String {
-        let mut out = String::new();
-        for b in &self.blocks {
-            match b {
-                Block::Text(t) | Block::Thinking(t) => out.push_str(t),
-                Block::ToolUse { name, input, .. } => {
-                    out.push_str(name);
-                    out.push(' ');
-                    out.push_str(&input_text(input));
-                }
-                Block::ToolResult { text, .. } => out.push_str(text),
-                Block::Image { .. } | Block::Other { .. } => {}
-            }
-            out.push('\n');
-        }
-        out
-    }
-
     /// Whether this is a compact boundary (`system`/`compact_boundary`).
     pub fn is_compact_boundary(&self) -> bool {
         self.role == Role::System && self.subtype.as_deref() == Some("compact_boundary")
@@ -208,7 +188,7 @@ fn block(b: &Value) -> Block {
 }
 
 /// The string values of a tool input, one per line (keys and JSON punctuation left out).
-fn input_text(v: &Value) -> String {
+pub(crate) fn input_text(v: &Value) -> String {
     match v {
         Value::String(s) => s.clone(),
         Value::Array(items) => items.iter().map(input_text).collect::<Vec<_>>().join("\n"),

@@ -79,6 +79,26 @@ impl Shallow<'_> {
     }
 }
 
+/// Parses one value of a line as [`parse`] (without raw parts) would parse it where it sits,
+/// `depth` levels down.
+pub(crate) struct Bounded {
+    pub depth: usize,
+}
+
+impl<'de> DeserializeSeed<'de> for Bounded {
+    type Value = Value;
+
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        let mut deep = Vec::new();
+        Seed {
+            depth: self.depth,
+            deep: &mut deep,
+            keep_raw: false,
+        }
+        .deserialize(d)
+    }
+}
+
 struct Seed<'s, 'a> {
     depth: usize,
     deep: &'s mut Vec<&'a RawValue>,

@@ -6,8 +6,8 @@
 //! the redb index: delete it and the next search rebuilds it.
 //!
 //! - **A document per message** (user, assistant, and `local_command` system entries): its
-//!   searchable text ([`Message::searchable_text`](crate::Message::searchable_text): texts, thinking, tool names and inputs, tool
-//!   results) indexed as words and their frequencies, and where its line is (the
+//!   searchable text (`search/text.rs`: texts, thinking, tool names and inputs, tool
+//!   results, read from the line in one pass) indexed as words and their frequencies, and where its line is (the
 //!   transcript's number, offset and length, as fast fields). Nothing is stored and no
 //!   position is kept (they were 85 % of the index): the transcript is the store, and a hit's
 //!   uuid, role, time and snippet are read from its line. A phrase is asked as its words and
@@ -31,6 +31,7 @@
 mod query;
 mod repair;
 mod tail;
+mod text;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::ops::Bound;
@@ -55,6 +56,9 @@ use crate::transcript::time::parse_millis;
 use crate::transcript::usage::{DayRange, day_of};
 use query::Relaxed;
 use repair::{Fault, guarded};
+
+/// The bytes to index from which a catch-up uses two indexing threads.
+const BIG_CATCH_UP: u64 = 16 << 20;
 
 /// How long a catch-up waits for the index's writer lock held by another writer.
 const WRITER_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
@@ -288,7 +292,7 @@ impl ProjectIndex {
         let mut progress = Tracker::new(project_dir, total);
         // Not clean until committed.
         repair::unmark(&self.dir)?;
-        let mut writer: IndexWriter = self.writer()?;
+        let mut writer: IndexWriter = self.writer(total)?;
         let file_term = |id: u64| Term::from_field_u64(self.fields.file, id);
         let mut next = self.drop_gone(&writer, &mut marks, &gone);
         for (p, step) in &plan {
@@ -317,7 +321,7 @@ impl ProjectIndex {
                         f.day => day_of(parse_millis(m.timestamp.as_deref())),
                         f.offset => m.offset,
                         f.len => m.len,
-                        f.text => m.text.as_str(),
+                        f.text => m.text,
                     ))
                     .map(|_| ())
                     .map_err(|e| {
@@ -581,12 +585,22 @@ impl ProjectIndex {
         r
     }
 
-    /// The index's writer. Its lock is held by another writer (another process, or one of this
-    /// process's being dropped): waited for up to [`WRITER_WAIT`], then busy, not damaged.
-    fn writer(&self) -> std::result::Result<IndexWriter, Fault> {
+    /// The index's writer for a catch-up of `bytes` of transcripts. Its lock is held by another
+    /// writer (another process, or one of this process's being dropped): waited for up to
+    /// [`WRITER_WAIT`], then busy, not damaged.
+    ///
+    /// Tokenising is most of a build: a big catch-up gets a second indexing thread beside the
+    /// one reading the lines (a segment each); a small one keeps one thread and one segment.
+    fn writer(&self, bytes: u64) -> std::result::Result<IndexWriter, Fault> {
+        let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+        let threads = if bytes >= BIG_CATCH_UP && cores > 1 {
+            2
+        } else {
+            1
+        };
         let started = std::time::Instant::now();
         loop {
-            match self.index.writer_with_num_threads(1, 50_000_000) {
+            match self.index.writer_with_num_threads(threads, 50_000_000) {
                 Ok(w) => return Ok(w),
                 Err(TantivyError::LockFailure(..)) if started.elapsed() < WRITER_WAIT => {
                     std::thread::sleep(std::time::Duration::from_millis(20));

@@ -6,13 +6,10 @@ use std::io::{Read, Seek, SeekFrom};
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::Path;
 
-use serde_json::Value;
-
 use super::FileMark;
 use crate::error::{Error, Result};
 use crate::index::db::progress::{Counted, Tracker};
 use crate::index::write::ingest::{now_ns, settled};
-use crate::resume::message::{Message, Role};
 use crate::transcript::frame::Framer;
 
 /// How much before the indexed length is hashed to recognise the same file.
@@ -83,26 +80,17 @@ pub(super) struct Found {
     pub text: String,
 }
 
-/// The searchable message of one line, if it has one: user and assistant entries and
-/// `local_command` system entries with text.
+/// The searchable message of one line, if it has one ([`super::text`]).
 fn found(bytes: &[u8], offset: u64, len: u64) -> Option<Found> {
-    let v: Value = crate::resume::body::parse_value(bytes)?;
-    let uuid = v.get("uuid")?.as_str()?.to_owned();
-    let m = Message::from_value(&v, uuid, bytes::Bytes::new());
-    let keep = match m.role {
-        Role::User | Role::Assistant => true,
-        Role::System => m.subtype.as_deref() == Some("local_command"),
-        _ => false,
-    };
-    let text = m.searchable_text();
-    (keep && !text.trim().is_empty()).then(|| Found {
+    let m = super::text::searchable(bytes)?;
+    Some(Found {
         role: m.role.as_str(),
         sidechain: m.sidechain,
-        timestamp: m.timestamp.clone(),
+        timestamp: m.timestamp,
         uuid: m.uuid,
         offset,
         len,
-        text,
+        text: m.text,
     })
 }
 
@@ -112,7 +100,7 @@ pub(super) fn read_messages(
     path: &Path,
     from: u64,
     progress: &mut Tracker,
-    mut add: impl FnMut(&Found) -> Result<()>,
+    mut add: impl FnMut(Found) -> Result<()>,
 ) -> Result<FileMark> {
     let io = |e| Error::io(path, e);
     let checked_at_ns = now_ns();
@@ -130,7 +118,7 @@ pub(super) fn read_messages(
                 return;
             }
             if let Some(f) = found(line.bytes, line.pos.offset, line.pos.len)
-                && let Err(e) = add(&f)
+                && let Err(e) = add(f)
             {
                 failed = Some(e);
             }
