@@ -139,10 +139,20 @@ pub fn run(cli: &Cli, a: &PathsArgs, verb: Verb, out: &mut impl Write) -> CliRes
     let bar = progress_bar(files.len());
     let mut failed = Failures::default();
     let mut differing = 0usize;
+    // Transcripts whose resume view the catch-up stored or extended: no view to prepare.
+    let mut viewed = std::collections::HashSet::new();
     if verb == Verb::Index {
         // Sidecar by sidecar: one open and one close per project, not per transcript.
         let mut written = Ok(());
         store.catch_up_all(&files, |path, r| {
+            if let Ok(c) = r
+                && matches!(
+                    c.view,
+                    chainlog::sidecar::ViewUpdate::Stored | chainlog::sidecar::ViewUpdate::Extended
+                )
+            {
+                viewed.insert(path.to_path_buf());
+            }
             if written.is_ok() {
                 written = report(cli, out, path, r, &mut failed);
             }
@@ -194,7 +204,12 @@ pub fn run(cli: &Cli, a: &PathsArgs, verb: Verb, out: &mut impl Write) -> CliRes
         if let Err(e) = store.prepare_listing(&files) {
             eprintln!("chainlog: listing: {e}");
         }
-        store.prepare_views(&files);
+        let unviewed: Vec<PathBuf> = files
+            .iter()
+            .filter(|f| !viewed.contains(*f))
+            .cloned()
+            .collect();
+        store.prepare_views(&unviewed);
         // Then the sidecars this run created give back the pages those commits replaced.
         store.compact_created();
     }

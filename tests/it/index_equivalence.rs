@@ -466,6 +466,13 @@ fn a_batch_of_short_sessions_with_one_failing_matches_the_scan() {
         let want = alone.materialised(path).unwrap().map(|a| a.resolution);
         assert_eq!(stored, want, "{}: stored view", path.display());
         views += usize::from(stored.is_some());
+        // What `chainlog index` reads to leave these out of `prepare_views`.
+        assert_eq!(
+            r.as_ref().unwrap().view == ViewUpdate::Stored,
+            stored.is_some(),
+            "{}: said stored",
+            path.display()
+        );
         assert_same(&store, path, "caught up in a batch", false);
     }
     assert!(views > paths.len() / 2, "{views} views stored");
@@ -513,6 +520,30 @@ fn a_message_under_the_preserved_segments_anchor_is_caught_up_not_read_in_memory
     };
     assert_eq!(resumed.answer().resolution, resolve(&t, opts).unwrap());
     assert_eq!(resumed.answer().tail_lines, 0, "read in memory");
+}
+
+/// A catch-up of many says which views it stored (`ViewUpdate::Stored`, what `chainlog index`
+/// reads to walk no session twice): the sessions indexed anew, not an agent's file (no view is
+/// stored for it), and nothing when caught up again unchanged.
+#[test]
+fn a_catch_up_of_many_says_which_views_it_stored() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut paths = util::copy_real_sessions(tmp.path());
+    let agent = paths[0].with_file_name("agent-a0123456789abcdef.jsonl");
+    std::fs::copy(&paths[0], &agent).unwrap();
+    paths.push(agent.clone());
+    paths.sort();
+    let store = Store::new(tmp.path().join("index"));
+    let results = store.catch_up_all(&paths, |_, _| {});
+    for (path, r) in paths.iter().zip(&results) {
+        let said = r.as_ref().unwrap().view == ViewUpdate::Stored;
+        let stored = store.materialised(path).unwrap().is_some();
+        assert_eq!(said, stored, "{}", path.display());
+        assert_eq!(said, *path != agent, "{}", path.display());
+    }
+    for r in store.catch_up_all(&paths, |_, _| {}) {
+        assert_eq!(r.unwrap().view, ViewUpdate::Untouched, "unchanged");
+    }
 }
 
 /// `chainlog index` materialises every session's resume view: the next resume of each reads

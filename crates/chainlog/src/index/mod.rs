@@ -414,9 +414,14 @@ impl Sidecars {
                             Err(e) => out[i] = Some(Err(e)),
                         }
                     }
-                    write_views(
+                    let stored = write_views(
                         &db,
                         &walk_views(&db, fresh_views(paths, keys, &retried, views)),
+                    );
+                    mark_stored(
+                        &mut retried,
+                        keys,
+                        &stored.into_iter().map(str::to_owned).collect(),
                     );
                     let mut caught: Vec<(usize, Result<(CatchUp, FileState)>)> = together
                         .into_iter()
@@ -466,10 +471,13 @@ impl Sidecars {
         views: fn(&Path) -> bool,
     ) -> (Vec<(usize, CatchUp, FileState)>, Vec<usize>) {
         let (mut done, mut failed) = (Vec::new(), Vec::new());
+        let mut stored = std::collections::HashSet::new();
         std::thread::scope(|scope| {
             let mut walking: Option<std::thread::ScopedJoinHandle<'_, Vec<Walked<'_>>>> = None;
-            let wrote = |h: std::thread::ScopedJoinHandle<'_, Vec<Walked<'_>>>| match h.join() {
-                Ok(walked) => write_views(db, &walked),
+            let mut wrote = |h: std::thread::ScopedJoinHandle<'_, Vec<Walked<'_>>>| match h.join() {
+                Ok(walked) => {
+                    stored.extend(write_views(db, &walked).into_iter().map(str::to_owned))
+                }
                 Err(panic) => std::panic::resume_unwind(panic),
             };
             for ix in batches {
@@ -511,6 +519,7 @@ impl Sidecars {
                 wrote(h);
             }
         });
+        mark_stored(&mut done, keys, &stored);
         (done, failed)
     }
 
@@ -963,12 +972,12 @@ fn walk_views<'a>(db: &IndexDb, fresh: Vec<(&Path, &'a str, FileState)>) -> Vec<
 }
 
 /// Stores the views of `walked` in one write transaction, each only if its transcript is
-/// still at the state it was walked for.
-fn write_views(db: &IndexDb, walked: &[Walked<'_>]) {
+/// still at the state it was walked for; returns the keys of those stored.
+fn write_views<'a>(db: &IndexDb, walked: &[Walked<'a>]) -> Vec<&'a str> {
     if walked.is_empty() {
-        return;
+        return Vec::new();
     }
-    let _ = db::guard::isolate(|| -> std::result::Result<(), redb::Error> {
+    db::guard::isolate(|| -> std::result::Result<Vec<&'a str>, redb::Error> {
         let txn = db.begin_write()?;
         let current: Vec<bool> = {
             let files = txn.open_table(FILES)?;
@@ -983,14 +992,31 @@ fn write_views(db: &IndexDb, walked: &[Walked<'_>]) {
                 })
                 .collect()
         };
-        for ((_, st, res, ending), current) in walked.iter().zip(current) {
+        let mut stored = Vec::new();
+        for ((key, st, res, ending), current) in walked.iter().zip(current) {
             if current {
                 read::view::store(&txn, st, res, ending)?;
+                stored.push(*key);
             }
         }
         txn.commit()?;
-        Ok(())
-    });
+        Ok(stored)
+    })
+    .and_then(std::result::Result::ok)
+    .unwrap_or_default()
+}
+
+/// Says [`write::ingest::ViewUpdate::Stored`] of each of `done` whose key is in `stored`.
+fn mark_stored(
+    done: &mut [(usize, CatchUp, FileState)],
+    keys: &[String],
+    stored: &std::collections::HashSet<String>,
+) {
+    for (i, d, _) in done {
+        if stored.contains(&keys[*i]) {
+            d.view = write::ingest::ViewUpdate::Stored;
+        }
+    }
 }
 
 /// The transcripts among `done` whose resume view is to be walked and stored: sessions

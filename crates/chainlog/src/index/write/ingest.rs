@@ -66,6 +66,9 @@ pub enum ViewUpdate {
     Extended,
     /// Dropped (the append was not a continuation this could prove): the next resume walks.
     Dropped,
+    /// Walked and stored by this catch-up (a session indexed anew by
+    /// [`Store::catch_up_all`](crate::Store::catch_up_all)): the next default resume reads it.
+    Stored,
 }
 
 /// The identity and size of a transcript now.
