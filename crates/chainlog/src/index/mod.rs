@@ -476,7 +476,7 @@ impl Sidecars {
             let mut walking: Option<std::thread::ScopedJoinHandle<'_, Vec<Walked<'_>>>> = None;
             let mut wrote = |h: std::thread::ScopedJoinHandle<'_, Vec<Walked<'_>>>| match h.join() {
                 Ok(walked) => {
-                    stored.extend(write_views(db, &walked).into_iter().map(str::to_owned))
+                    stored.extend(write_views(db, &walked).into_iter().map(str::to_owned));
                 }
                 Err(panic) => std::panic::resume_unwind(panic),
             };
