@@ -13,7 +13,11 @@
 //!
 //! - `rebuild/peak_rss/*` (printed): peak RSS of `chainlog rebuild` as a process, per size.
 //!
-//! Sizes: 10 MiB and 100 MiB by default; `CHAINLOG_BENCH_GIB=N` adds 1 GiB up to N GiB.
+//! - `first_index_vs_scan/*` (printed): `chainlog index` of a transcript no index knows
+//!   against `chainlog resume --no-index` of it, both processes (goal: ≤ 1.0×).
+//!
+//! Sizes: 10 MiB and 100 MiB by default; `CHAINLOG_BENCH_GIB=N` adds 1 GiB up to N GiB;
+//! `CHAINLOG_BENCH_MIB=N` measures N MiB alone.
 //! Every benchmark first checks that the index answers exactly what the full scan answers.
 //! Index size (disk usage, as `du` counts it; the apparent length beside it) / transcript size
 //! is printed once per file, and for the real transcripts and a
@@ -38,6 +42,12 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 const MIB: u64 = 1 << 20;
 
 fn sizes() -> Vec<u64> {
+    if let Some(mib) = std::env::var("CHAINLOG_BENCH_MIB")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+    {
+        return vec![mib * MIB];
+    }
     let mut s = vec![10 * MIB, 100 * MIB];
     let gib = std::env::var("CHAINLOG_BENCH_GIB").map_or(0, |v| v.parse().unwrap_or(1));
     s.extend((1..=gib).map(|g| g * 1024 * MIB));
@@ -231,6 +241,11 @@ fn benches(c: &mut Criterion) {
     }
     g.finish();
 
+    // A first `chainlog index` against a `resume --no-index`, both as users run them.
+    for (size, path, _, _) in &files {
+        first_index_vs_scan(*size, path);
+    }
+
     // Peak RSS of a rebuild as users run it (the sidecar's only transcript: a new file).
     for (size, path, _, idx) in &files {
         match timed_cmd(idx, "rebuild", path) {
@@ -372,6 +387,44 @@ fn timed_cmd(idx: &Path, command: &str, path: &Path) -> Option<String> {
     o.status
         .success()
         .then(|| err.lines().last().unwrap_or("?").to_owned())
+}
+
+/// `first_index_vs_scan/<size>` (printed): `chainlog index` of the transcript into a new index
+/// folder against `chainlog resume --no-index --format uuids` of it (the full scan a resume
+/// without the index makes), both processes, alternated, medians of 7. Goal (#34): building
+/// costs no more than reading once (≤ 1.0×).
+fn first_index_vs_scan(size: u64, path: &Path) {
+    let fresh = tempfile::tempdir().unwrap();
+    let (mut index, mut scan) = (Vec::new(), Vec::new());
+    for n in 0..7 {
+        let idx = fresh.path().join(n.to_string());
+        let start = std::time::Instant::now();
+        index_cmd(&idx, path);
+        index.push(start.elapsed());
+        let _ = std::fs::remove_dir_all(&idx);
+        let start = std::time::Instant::now();
+        let st = std::process::Command::new(env!("CARGO_BIN_EXE_chainlog"))
+            .args(["--index-dir"])
+            .arg(&idx)
+            .args(["resume", "--no-index", "--format", "uuids"])
+            .arg(path)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .unwrap();
+        scan.push(start.elapsed());
+        assert!(st.success());
+    }
+    index.sort();
+    scan.sort();
+    let (index, scan) = (index[3], scan[3]);
+    eprintln!(
+        "first_index_vs_scan/{}MiB: chainlog index {:.1} ms, resume --no-index {:.1} ms: {:.2}x",
+        size / MIB,
+        index.as_secs_f64() * 1e3,
+        scan.as_secs_f64() * 1e3,
+        index.as_secs_f64() / scan.as_secs_f64()
+    );
 }
 
 /// `chainlog --index-dir <idx> index <path>`, as a process.

@@ -203,19 +203,21 @@ impl<'s> FactsCache<'s> {
             let rows = slots[slot].1.rows.as_ref().unwrap_or(&empty);
             (slot, path, stat.map(|stat| check(rows, at, stat, key)))
         });
-        let mut out: Vec<Option<Result<SessionFacts>>> = Vec::with_capacity(paths.len());
+        // The answers in place, a scanned file's filled in after its scan (facts are hundreds
+        // of bytes: moved once).
+        let mut out: Vec<Result<SessionFacts>> = Vec::with_capacity(paths.len());
         let mut misses = Vec::new();
         for (i, (slot, path, probe)) in probed.into_iter().enumerate() {
             out.push(match probe {
                 Ok(Probe::Hit(f)) => {
                     self.cached += 1;
-                    Some(Ok(f))
+                    Ok(f)
                 }
                 Ok(Probe::Miss { stat, key }) => {
                     misses.push((i, path, stat, key, slot));
-                    None
+                    Ok(SessionFacts::default())
                 }
-                Err(e) => Some(Err(e)),
+                Err(e) => Err(e),
             });
         }
         let scanned = par_map(misses, 4, |(i, path, stat, key, slot)| {
@@ -223,11 +225,9 @@ impl<'s> FactsCache<'s> {
             (i, stat, key, slot, facts, checked_at_ns)
         });
         for (i, stat, key, slot, facts, checked_at_ns) in scanned {
-            out[i] = Some(self.record(slot, key, stat, checked_at_ns, facts));
+            out[i] = self.record(slot, key, stat, checked_at_ns, facts);
         }
-        out.into_iter()
-            .map(|r| r.unwrap_or_else(|| unreachable!("every path is answered")))
-            .collect()
+        out
     }
 
     /// The slot of `path`'s sidecar (its rows read on first use) and the key of its row.

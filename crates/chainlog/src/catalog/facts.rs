@@ -239,9 +239,14 @@ impl SessionFacts {
         let runs: Vec<Vec<u8>> = sessions
             .par_chunks(256)
             .map(|run| {
-                let mut bytes = Vec::with_capacity(run.len() * 1024);
-                for f in run {
+                let mut bytes = Vec::new();
+                for (i, f) in run.iter().enumerate() {
                     f.render_listing_json(&mut bytes, schema);
+                    if i == 0 {
+                        // Lines are of similar lengths: room for the run at once (a buffer
+                        // that grows is copied, and its new pages touched, at each doubling).
+                        bytes.reserve((bytes.len() + bytes.len() / 4) * run.len());
+                    }
                 }
                 bytes
             })

@@ -351,7 +351,12 @@ fn list_scope_from(
         if let Some(cwd) = &scope.cwd {
             sessions.retain(|f| f.cwd.as_deref().is_none_or(|c| same_dir(c, cwd)));
         }
-        out.extend(sessions);
+        // A session's facts are hundreds of bytes: the first project's are not copied.
+        if out.is_empty() {
+            out = sessions;
+        } else {
+            out.extend(sessions);
+        }
     }
     out
 }
@@ -403,7 +408,8 @@ pub fn list_dir_from(
     }
     join_summaries(&mut all);
     let top_level = top_level_agents_by_session(&listing, skipped);
-    let mut sessions: Vec<SessionFacts> = all.into_iter().filter(SessionFacts::is_listed).collect();
+    let mut sessions = all;
+    sessions.retain(SessionFacts::is_listed);
     for f in &mut sessions {
         let files = match listing
             .session_dirs
@@ -430,6 +436,11 @@ pub fn list_dir_from(
 /// Fills `summary` (and the title) of sessions without one from summaries other files of the
 /// project wrote about their leaf. The newest file's summary wins.
 fn join_summaries(all: &mut [SessionFacts]) {
+    if all.iter().all(|f| f.foreign_summaries.is_empty()) {
+        // Nothing to join (as `claude -p` sessions and every client since 2.0 leave them):
+        // the files are not put in order for nothing.
+        return;
+    }
     let mut order: Vec<usize> = (0..all.len()).collect();
     order.sort_by(|&a, &b| {
         all[a]
