@@ -101,15 +101,28 @@ pub fn print(
     columns: &[Column],
     rows: &[Vec<String>],
 ) -> std::io::Result<()> {
-    let cells = |r: &Vec<String>, c: usize| clean(r.get(c).map_or("", String::as_str));
+    // Each cell cleaned and measured once (a listing of thousands of sessions is mostly this).
+    let cells: Vec<Vec<(String, usize)>> = rows
+        .iter()
+        .map(|r| {
+            (0..columns.len())
+                .map(|c| {
+                    let cell = clean(r.get(c).map_or("", String::as_str));
+                    let w = width(&cell);
+                    (cell, w)
+                })
+                .collect()
+        })
+        .collect();
     let shown: Vec<usize> = (0..columns.len())
-        .filter(|&c| rows.iter().any(|r| !cells(r, c).is_empty()))
+        .filter(|&c| cells.iter().any(|r| !r[c].0.is_empty()))
         .collect();
     let widths: Vec<usize> = shown
         .iter()
         .map(|&c| {
-            rows.iter()
-                .map(|r| width(&cells(r, c)))
+            cells
+                .iter()
+                .map(|r| r[c].1)
                 .chain([width(columns[c].name)])
                 .max()
                 .unwrap_or(0)
@@ -119,11 +132,18 @@ pub fn print(
         Some(width) => fit(columns, shown, widths, width),
         None => (shown, widths),
     };
-    let header: Vec<String> = shown.iter().map(|&c| columns[c].name.to_owned()).collect();
-    line(out, style, columns, &shown, &widths, &header, true)?;
-    for r in rows {
-        let row: Vec<String> = shown.iter().map(|&c| cells(r, c)).collect();
-        line(out, style, columns, &shown, &widths, &row, false)?;
+    let header: Vec<(String, usize)> = shown
+        .iter()
+        .map(|&c| (columns[c].name.to_owned(), width(columns[c].name)))
+        .collect();
+    let mut text = String::new();
+    line(&mut text, style, columns, &shown, &widths, &header, true);
+    writeln!(out, "{text}")?;
+    for r in &cells {
+        text.clear();
+        let row: Vec<(String, usize)> = shown.iter().map(|&c| r[c].clone()).collect();
+        line(&mut text, style, columns, &shown, &widths, &row, false);
+        writeln!(out, "{text}")?;
     }
     Ok(())
 }
@@ -179,48 +199,65 @@ fn fit(
     }
 }
 
+/// Writes one line of the table into `text` (cells with their display widths).
 fn line(
-    out: &mut impl Write,
+    text: &mut String,
     style: Style,
     columns: &[Column],
     shown: &[usize],
     widths: &[usize],
-    cells: &[String],
+    cells: &[(String, usize)],
     header: bool,
-) -> std::io::Result<()> {
-    let mut text = String::new();
-    for (i, (&c, cell)) in shown.iter().zip(cells).enumerate() {
+) {
+    for (i, (&c, (cell, w))) in shown.iter().zip(cells).enumerate() {
         let last = i + 1 == shown.len();
-        let cell = if columns[c].cut_start {
-            cut_start(cell, widths[i])
+        let (cell, w) = if *w <= widths[i] {
+            (std::borrow::Cow::Borrowed(cell.as_str()), *w)
         } else {
-            cut(cell, widths[i])
+            let cut = if columns[c].cut_start {
+                cut_start(cell, widths[i])
+            } else {
+                cut(cell, widths[i])
+            };
+            let w = width(&cut);
+            (std::borrow::Cow::Owned(cut), w)
         };
-        let pad = " ".repeat(widths[i].saturating_sub(width(&cell)));
-        let padded = match columns[c].align {
-            Align::Right => format!("{pad}{cell}"),
-            Align::Left if last => cell,
-            Align::Left => format!("{cell}{pad}"),
-        };
-        let styled = if !style.colour {
-            padded
+        let pad = widths[i].saturating_sub(w);
+        let (open, close) = if !style.colour {
+            ("", "")
         } else if header {
-            format!("\x1b[1m{padded}\x1b[0m")
+            ("\x1b[1m", "\x1b[0m")
         } else if columns[c].dim {
-            format!("\x1b[2m{padded}\x1b[0m")
+            ("\x1b[2m", "\x1b[0m")
         } else {
-            padded
+            ("", "")
         };
-        text.push_str(&styled);
+        text.push_str(open);
+        match columns[c].align {
+            Align::Right => {
+                text.extend(std::iter::repeat_n(' ', pad));
+                text.push_str(&cell);
+            }
+            Align::Left if last => text.push_str(&cell),
+            Align::Left => {
+                text.push_str(&cell);
+                text.extend(std::iter::repeat_n(' ', pad));
+            }
+        }
+        text.push_str(close);
         if !last {
             text.push_str("  ");
         }
     }
-    writeln!(out, "{}", text.trim_end())
+    let end = text.trim_end().len();
+    text.truncate(end);
 }
 
 /// One line of printable text: control characters (escapes included) become spaces.
 pub fn clean(s: &str) -> String {
+    if !s.chars().any(char::is_control) {
+        return s.trim().to_owned();
+    }
     s.chars()
         .map(|c| if c.is_control() { ' ' } else { c })
         .collect::<String>()
