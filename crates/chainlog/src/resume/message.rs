@@ -187,17 +187,6 @@ fn block(b: &Value) -> Block {
     }
 }
 
-/// The string values of a tool input, one per line (keys and JSON punctuation left out).
-pub(crate) fn input_text(v: &Value) -> String {
-    match v {
-        Value::String(s) => s.clone(),
-        Value::Array(items) => items.iter().map(input_text).collect::<Vec<_>>().join("\n"),
-        Value::Object(o) => o.values().map(input_text).collect::<Vec<_>>().join("\n"),
-        Value::Null => String::new(),
-        other => other.to_string(),
-    }
-}
-
 /// A tool result's text: its string content, or its text parts joined by newlines.
 pub(crate) fn result_text(content: Option<&Value>) -> String {
     match content {

@@ -81,10 +81,12 @@ impl Shallow<'_> {
 
 /// Parses one value of a line as [`parse`] (without raw parts) would parse it where it sits,
 /// `depth` levels down.
+#[cfg(feature = "search")]
 pub(crate) struct Bounded {
     pub depth: usize,
 }
 
+#[cfg(feature = "search")]
 impl<'de> DeserializeSeed<'de> for Bounded {
     type Value = Value;
 

@@ -22,7 +22,7 @@ use std::fmt;
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
-use crate::resume::message::{Role, input_text, result_text};
+use crate::resume::message::{Role, result_text};
 use crate::resume::shallow;
 
 /// The searchable message of a line.
@@ -67,6 +67,17 @@ impl Line<'_> {
             timestamp: line.timestamp.map(Cow::into_owned),
             text,
         })
+    }
+}
+
+/// The string values of a tool input, one per line (keys and JSON punctuation left out).
+fn input_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Array(items) => items.iter().map(input_text).collect::<Vec<_>>().join("\n"),
+        Value::Object(o) => o.values().map(input_text).collect::<Vec<_>>().join("\n"),
+        Value::Null => String::new(),
+        other => other.to_string(),
     }
 }
 
