@@ -120,9 +120,9 @@ fn skip_seq<'de, A: SeqAccess<'de>>(mut seq: A) -> Result<(), A::Error> {
     Ok(())
 }
 
-/// Implements the visits of every JSON type but strings as "not what was asked" (`$none`),
-/// skipping a map or sequence. Numbers are visited as maps under `arbitrary_precision`.
-macro_rules! other_types {
+/// Implements the visits of the JSON scalars but strings as "not what was asked" (`$none`).
+/// Numbers are visited as maps under `arbitrary_precision`.
+macro_rules! scalars_are {
     ($value:ty, $none:expr) => {
         fn visit_bool<E: de::Error>(self, _: bool) -> Result<$value, E> {
             Ok($none)
@@ -139,9 +139,28 @@ macro_rules! other_types {
         fn visit_unit<E: de::Error>(self) -> Result<$value, E> {
             Ok($none)
         }
+    };
+}
+
+/// [`scalars_are`], and a sequence skipped as `$none` too.
+macro_rules! other_types {
+    ($value:ty, $none:expr) => {
+        scalars_are!($value, $none);
         fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<$value, A::Error> {
             skip_seq(seq)?;
             Ok($none)
+        }
+    };
+}
+
+/// A visitor that is its own seed: the value is read by `deserialize_any`.
+macro_rules! seed_of_any {
+    ($seed:ty, $value:ty) => {
+        impl<'de> DeserializeSeed<'de> for $seed {
+            type Value = $value;
+            fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<$value, D::Error> {
+                d.deserialize_any(self)
+            }
         }
     };
 }
@@ -157,12 +176,7 @@ macro_rules! strings_are_other {
 /// A string, or `None` for a value of any other type.
 struct MaybeStr;
 
-impl<'de> DeserializeSeed<'de> for MaybeStr {
-    type Value = Option<Cow<'de, str>>;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-        d.deserialize_any(self)
-    }
-}
+seed_of_any!(MaybeStr, Option<Cow<'de, str>>);
 
 impl<'de> Visitor<'de> for MaybeStr {
     type Value = Option<Cow<'de, str>>;
@@ -188,12 +202,7 @@ impl<'de> Visitor<'de> for MaybeStr {
 /// `true` for the JSON value `true`, `false` for any other.
 struct IsTrue;
 
-impl<'de> DeserializeSeed<'de> for IsTrue {
-    type Value = bool;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<bool, D::Error> {
-        d.deserialize_any(self)
-    }
-}
+seed_of_any!(IsTrue, bool);
 
 impl<'de> Visitor<'de> for IsTrue {
     type Value = bool;
@@ -310,12 +319,7 @@ impl<'de> Visitor<'de> for LineVisitor {
 /// `message`: its `content` (a later `content` key replaces an earlier one).
 struct MessageSeed;
 
-impl<'de> DeserializeSeed<'de> for MessageSeed {
-    type Value = Content<'de>;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Content<'de>, D::Error> {
-        d.deserialize_any(self)
-    }
-}
+seed_of_any!(MessageSeed, Content<'de>);
 
 impl<'de> Visitor<'de> for MessageSeed {
     type Value = Content<'de>;
@@ -340,12 +344,7 @@ impl<'de> Visitor<'de> for MessageSeed {
 /// `message.content`: a string, an array of blocks (their text, a line each), or other.
 struct ContentSeed;
 
-impl<'de> DeserializeSeed<'de> for ContentSeed {
-    type Value = Content<'de>;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Content<'de>, D::Error> {
-        d.deserialize_any(self)
-    }
-}
+seed_of_any!(ContentSeed, Content<'de>);
 
 impl<'de> Visitor<'de> for ContentSeed {
     type Value = Content<'de>;
@@ -372,21 +371,7 @@ impl<'de> Visitor<'de> for ContentSeed {
         skip_map(map)?;
         Ok(Content::Other)
     }
-    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Content<'de>, E> {
-        Ok(Content::Other)
-    }
-    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Content<'de>, E> {
-        Ok(Content::Other)
-    }
-    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Content<'de>, E> {
-        Ok(Content::Other)
-    }
-    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Content<'de>, E> {
-        Ok(Content::Other)
-    }
-    fn visit_unit<E: de::Error>(self) -> Result<Content<'de>, E> {
-        Ok(Content::Other)
-    }
+    scalars_are!(Content<'de>, Content::Other);
 }
 
 /// One content block: appends its text to `out` (the caller ends the line).
@@ -394,12 +379,7 @@ struct BlockSeed<'o> {
     out: &'o mut String,
 }
 
-impl<'de> DeserializeSeed<'de> for BlockSeed<'_> {
-    type Value = ();
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_any(self)
-    }
-}
+seed_of_any!(BlockSeed<'_>, ());
 
 const BLOCK_KEYS: &[&str] = &["type", "text", "thinking", "name", "input", "content"];
 
@@ -495,25 +475,11 @@ mod tests {
         );
     }
 
-    /// Every line of the vendored real transcripts (and their agents' files).
+    /// Every line of the fixtures (the vendored real transcripts and their agents' files included).
     #[test]
-    fn real_lines_read_as_the_whole_value_reads_them() {
-        fn walk(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
-            for e in std::fs::read_dir(dir).unwrap().flatten() {
-                let p = e.path();
-                if p.is_dir() {
-                    walk(&p, out);
-                } else if p.extension().is_some_and(|x| x == "jsonl") {
-                    out.push(p);
-                }
-            }
-        }
-        let mut files = Vec::new();
-        walk(
-            &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/real"),
-            &mut files,
-        );
-        assert!(files.len() >= 18, "the vendored transcripts: {files:?}");
+    fn fixture_lines_read_as_the_whole_value_reads_them() {
+        let files = crate::testing::fixture_files();
+        assert!(files.len() >= 18, "the fixtures: {files:?}");
         let (mut lines, mut kept) = (0, 0);
         for f in files {
             for line in std::fs::read(&f).unwrap().split(|&b| b == b'\n') {
