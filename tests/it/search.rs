@@ -610,3 +610,65 @@ fn a_settled_transcript_is_not_opened_again() {
     }
     assert_eq!(uuids(&fx, "rsync"), [("02".to_owned(), true)]);
 }
+
+/// A catch-up of 16 MiB or more indexes on two tantivy threads (a segment each): every message
+/// is found, each unique word in the one message holding it, as a small catch-up finds them.
+#[test]
+fn a_big_first_build_on_two_threads_finds_every_message() {
+    let tmp = tempfile::tempdir().unwrap();
+    let claude = tmp.path().join("claude");
+    let project = claude.join("projects/-work-demo");
+    std::fs::create_dir_all(&project).unwrap();
+    // Three sessions of 3,000 messages of ~2 KiB: 18 MiB.
+    let filler = "lorem ipsum dolor sit amet ".repeat(75);
+    let mut marks = Vec::new();
+    for s in 1..=3u32 {
+        let sid = format!("{s}{s}{s}{s}{s}{s}{s}{s}-1111-4111-8111-111111111111");
+        let mut text = String::new();
+        for n in 1..=3000u32 {
+            let mark = format!("zqx{s}m{n}");
+            let l = line(
+                n,
+                (n > 1).then(|| n - 1),
+                "user",
+                &json!(format!("{mark} common {filler}")),
+            );
+            text.push_str(&l.replace("11111111-1111-4111-8111-111111111111", &sid));
+            if n % 97 == 0 {
+                marks.push((mark, sid.clone(), n));
+            }
+        }
+        std::fs::write(project.join(format!("{sid}.jsonl")), text).unwrap();
+    }
+    let store = Store::open(&claude, tmp.path().join("index")).unwrap();
+    let opts = SearchOptions {
+        all: true,
+        limit: 100_000,
+        ..SearchOptions::default()
+    };
+    let built = store.search_catch_up(&opts).unwrap();
+    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+    assert_eq!(built.threads, if cores > 1 { 2 } else { 1 }, "{built:?}");
+    assert_eq!(store.search("common", &opts).unwrap().hits.len(), 9000);
+    for (mark, sid, n) in &marks {
+        let hits = store.search(mark, &opts).unwrap().hits;
+        assert_eq!(hits.len(), 1, "{mark}");
+        assert_eq!(&hits[0].session_id, sid, "{mark}");
+        assert!(
+            hits[0].uuid.ends_with(&format!("{n:012}")),
+            "{mark}: {}",
+            hits[0].uuid
+        );
+    }
+    // One more message: a small catch-up, on one thread.
+    let one = line(1, None, "user", &json!("zqxsmall common"));
+    let sid = "44444444-1111-4111-8111-111111111111";
+    std::fs::write(
+        project.join(format!("{sid}.jsonl")),
+        one.replace("11111111-1111-4111-8111-111111111111", sid),
+    )
+    .unwrap();
+    let small = store.search_catch_up(&opts).unwrap();
+    assert_eq!((small.threads, small.reindexed), (1, 1), "{small:?}");
+    assert_eq!(store.search("common", &opts).unwrap().hits.len(), 9001);
+}

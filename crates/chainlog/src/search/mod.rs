@@ -292,7 +292,13 @@ impl ProjectIndex {
         let mut progress = Tracker::new(project_dir, total);
         // Not clean until committed.
         repair::unmark(&self.dir)?;
-        let mut writer: IndexWriter = self.writer(total)?;
+        let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+        done.threads = if total >= BIG_CATCH_UP && cores > 1 {
+            2
+        } else {
+            1
+        };
+        let mut writer: IndexWriter = self.writer(done.threads)?;
         let file_term = |id: u64| Term::from_field_u64(self.fields.file, id);
         let mut next = self.drop_gone(&writer, &mut marks, &gone);
         for (p, step) in &plan {
@@ -396,6 +402,9 @@ pub struct SearchCatchUp {
     /// Transcripts that could not be read: left out of this answer (their documents too),
     /// indexed once they can be read.
     pub skipped: Vec<Error>,
+    /// The most tantivy indexing threads a project's catch-up used: two when it had 16 MiB or
+    /// more to index and the machine two cores or more, else one; 0 when nothing was indexed.
+    pub threads: usize,
 }
 
 impl SearchCatchUp {
@@ -407,6 +416,7 @@ impl SearchCatchUp {
         self.dropped += c.dropped;
         self.started_over += c.started_over;
         self.skipped.extend(c.skipped);
+        self.threads = self.threads.max(c.threads);
     }
 }
 
@@ -585,19 +595,13 @@ impl ProjectIndex {
         r
     }
 
-    /// The index's writer for a catch-up of `bytes` of transcripts. Its lock is held by another
+    /// The index's writer, indexing on `threads` threads. Its lock is held by another
     /// writer (another process, or one of this process's being dropped): waited for up to
     /// [`WRITER_WAIT`], then busy, not damaged.
     ///
     /// Tokenising is most of a build: a big catch-up gets a second indexing thread beside the
     /// one reading the lines (a segment each); a small one keeps one thread and one segment.
-    fn writer(&self, bytes: u64) -> std::result::Result<IndexWriter, Fault> {
-        let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
-        let threads = if bytes >= BIG_CATCH_UP && cores > 1 {
-            2
-        } else {
-            1
-        };
+    fn writer(&self, threads: usize) -> std::result::Result<IndexWriter, Fault> {
         let started = std::time::Instant::now();
         loop {
             match self.index.writer_with_num_threads(threads, 50_000_000) {
