@@ -60,6 +60,18 @@ use repair::{Fault, guarded};
 /// The bytes to index from which a catch-up uses two indexing threads.
 const BIG_CATCH_UP: u64 = 16 << 20;
 
+/// The tantivy indexing threads for a catch-up of `bytes`: tokenising is most of a build, so
+/// a big one gets a second thread beside the one reading the lines (a segment each); a small
+/// one keeps one thread and one segment.
+fn indexing_threads(bytes: u64) -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+    if bytes >= BIG_CATCH_UP && cores > 1 {
+        2
+    } else {
+        1
+    }
+}
+
 /// How long a catch-up waits for the index's writer lock held by another writer.
 const WRITER_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 
@@ -292,12 +304,7 @@ impl ProjectIndex {
         let mut progress = Tracker::new(project_dir, total);
         // Not clean until committed.
         repair::unmark(&self.dir)?;
-        let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
-        done.threads = if total >= BIG_CATCH_UP && cores > 1 {
-            2
-        } else {
-            1
-        };
+        done.threads = indexing_threads(total);
         let mut writer: IndexWriter = self.writer(done.threads)?;
         let file_term = |id: u64| Term::from_field_u64(self.fields.file, id);
         let mut next = self.drop_gone(&writer, &mut marks, &gone);
@@ -598,9 +605,6 @@ impl ProjectIndex {
     /// The index's writer, indexing on `threads` threads. Its lock is held by another
     /// writer (another process, or one of this process's being dropped): waited for up to
     /// [`WRITER_WAIT`], then busy, not damaged.
-    ///
-    /// Tokenising is most of a build: a big catch-up gets a second indexing thread beside the
-    /// one reading the lines (a segment each); a small one keeps one thread and one segment.
     fn writer(&self, threads: usize) -> std::result::Result<IndexWriter, Fault> {
         let started = std::time::Instant::now();
         loop {
