@@ -132,17 +132,16 @@ pub fn print(
         Some(width) => fit(columns, shown, widths, width),
         None => (shown, widths),
     };
-    let header: Vec<(String, usize)> = shown
+    let header: Vec<(String, usize)> = columns
         .iter()
-        .map(|&c| (columns[c].name.to_owned(), width(columns[c].name)))
+        .map(|c| (c.name.to_owned(), width(c.name)))
         .collect();
     let mut text = String::new();
     line(&mut text, style, columns, &shown, &widths, &header, true);
     writeln!(out, "{text}")?;
     for r in &cells {
         text.clear();
-        let row: Vec<(String, usize)> = shown.iter().map(|&c| r[c].clone()).collect();
-        line(&mut text, style, columns, &shown, &widths, &row, false);
+        line(&mut text, style, columns, &shown, &widths, r, false);
         writeln!(out, "{text}")?;
     }
     Ok(())
@@ -199,7 +198,8 @@ fn fit(
     }
 }
 
-/// Writes one line of the table into `text` (cells with their display widths).
+/// Writes one line of the table into `text`: the `shown` columns of `cells` (a cell per
+/// column, with its display width).
 fn line(
     text: &mut String,
     style: Style,
@@ -209,7 +209,8 @@ fn line(
     cells: &[(String, usize)],
     header: bool,
 ) {
-    for (i, (&c, (cell, w))) in shown.iter().zip(cells).enumerate() {
+    for (i, &c) in shown.iter().enumerate() {
+        let (cell, w) = &cells[c];
         let last = i + 1 == shown.len();
         let (cell, w) = if *w <= widths[i] {
             (std::borrow::Cow::Borrowed(cell.as_str()), *w)

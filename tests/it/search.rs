@@ -78,6 +78,29 @@ fn fx() -> Fx {
     }
 }
 
+/// An empty project folder in a new claude dir: (the temporary folder, the claude dir, the
+/// project folder).
+fn empty_project() -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let claude = tmp.path().join("claude");
+    let project = claude.join("projects/-work-demo");
+    std::fs::create_dir_all(&project).unwrap();
+    (tmp, claude, project)
+}
+
+/// Writes session number `s` (its id is `s` repeated, `ssssssss-1111-…`) into `project`: one
+/// user prompt after the other, prompt `n` (from 1) with uuid `n`; returns its session id.
+fn write_prompts(project: &Path, s: u32, prompts: impl IntoIterator<Item = String>) -> String {
+    let sid = format!("{s}{s}{s}{s}{s}{s}{s}{s}-1111-4111-8111-111111111111");
+    let mut text = String::new();
+    for (n, prompt) in (1u32..).zip(prompts) {
+        let l = line(n, (n > 1).then(|| n - 1), "user", &json!(prompt));
+        text.push_str(&l.replace("11111111-1111-4111-8111-111111111111", &sid));
+    }
+    std::fs::write(project.join(format!("{sid}.jsonl")), text).unwrap();
+    sid
+}
+
 fn all() -> SearchOptions {
     SearchOptions {
         all: true,
@@ -516,38 +539,23 @@ fn phrases_match_only_their_words_in_order() {
 /// asked again for more; `ls --search` names each session that has one, and no other.
 #[test]
 fn a_phrase_among_thousands_of_its_words_apart() {
-    let tmp = tempfile::tempdir().unwrap();
-    let claude = tmp.path().join("claude");
-    let project = claude.join("projects/-work-demo");
-    std::fs::create_dir_all(&project).unwrap();
+    let (tmp, claude, project) = empty_project();
     let mut want = Vec::new();
     for (s, in_order) in [(1, true), (2, false), (3, true)] {
-        let mut text = String::new();
-        for n in 1..=1500u32 {
+        let prompts = (1..=1500u32).map(|n| {
             // Every 7th message of an in-order session holds the phrase; the others hold its
             // words reversed, or apart.
             let phrase = in_order && n % 7 == 0;
-            let words = match (phrase, n % 2) {
-                (true, _) => format!("step {n}: alpha beta done"),
-                (false, 0) => format!("step {n}: beta alpha done"),
-                (false, _) => format!("step {n}: alpha then beta"),
-            };
             if phrase {
                 want.push(format!("{s}-{n}"));
             }
-            let l = line(n, (n > 1).then(|| n - 1), "user", &json!(words));
-            text.push_str(&l.replace(
-                "11111111-1111-4111-8111-111111111111",
-                &format!("{s}{s}{s}{s}{s}{s}{s}{s}-1111-4111-8111-111111111111"),
-            ));
-        }
-        std::fs::write(
-            project.join(format!(
-                "{s}{s}{s}{s}{s}{s}{s}{s}-1111-4111-8111-111111111111.jsonl"
-            )),
-            text,
-        )
-        .unwrap();
+            match (phrase, n % 2) {
+                (true, _) => format!("step {n}: alpha beta done"),
+                (false, 0) => format!("step {n}: beta alpha done"),
+                (false, _) => format!("step {n}: alpha then beta"),
+            }
+        });
+        write_prompts(&project, s, prompts);
     }
     let store = Store::open(&claude, tmp.path().join("index")).unwrap();
     let opts = SearchOptions {
@@ -615,30 +623,21 @@ fn a_settled_transcript_is_not_opened_again() {
 /// is found, each unique word in the one message holding it, as a small catch-up finds them.
 #[test]
 fn a_big_first_build_on_two_threads_finds_every_message() {
-    let tmp = tempfile::tempdir().unwrap();
-    let claude = tmp.path().join("claude");
-    let project = claude.join("projects/-work-demo");
-    std::fs::create_dir_all(&project).unwrap();
+    let (tmp, claude, project) = empty_project();
     // Three sessions of 3,000 messages of ~2 KiB: 18 MiB.
     let filler = "lorem ipsum dolor sit amet ".repeat(75);
     let mut marks = Vec::new();
     for s in 1..=3u32 {
-        let sid = format!("{s}{s}{s}{s}{s}{s}{s}{s}-1111-4111-8111-111111111111");
-        let mut text = String::new();
-        for n in 1..=3000u32 {
-            let mark = format!("zqx{s}m{n}");
-            let l = line(
-                n,
-                (n > 1).then(|| n - 1),
-                "user",
-                &json!(format!("{mark} common {filler}")),
-            );
-            text.push_str(&l.replace("11111111-1111-4111-8111-111111111111", &sid));
-            if n % 97 == 0 {
-                marks.push((mark, sid.clone(), n));
-            }
-        }
-        std::fs::write(project.join(format!("{sid}.jsonl")), text).unwrap();
+        let sid = write_prompts(
+            &project,
+            s,
+            (1..=3000u32).map(|n| format!("zqx{s}m{n} common {filler}")),
+        );
+        marks.extend(
+            (1..=3000u32)
+                .filter(|n| n % 97 == 0)
+                .map(|n| (format!("zqx{s}m{n}"), sid.clone(), n)),
+        );
     }
     let store = Store::open(&claude, tmp.path().join("index")).unwrap();
     let opts = SearchOptions {
@@ -661,13 +660,7 @@ fn a_big_first_build_on_two_threads_finds_every_message() {
         );
     }
     // One more message: a small catch-up, on one thread.
-    let one = line(1, None, "user", &json!("zqxsmall common"));
-    let sid = "44444444-1111-4111-8111-111111111111";
-    std::fs::write(
-        project.join(format!("{sid}.jsonl")),
-        one.replace("11111111-1111-4111-8111-111111111111", sid),
-    )
-    .unwrap();
+    write_prompts(&project, 4, ["zqxsmall common".to_owned()]);
     let small = store.search_catch_up(&opts).unwrap();
     assert_eq!((small.threads, small.reindexed), (1, 1), "{small:?}");
     assert_eq!(store.search("common", &opts).unwrap().hits.len(), 9001);

@@ -666,12 +666,21 @@ impl ProjectIndex {
         limit: usize,
         one_per_file: bool,
     ) -> std::result::Result<Vec<(f32, PathBuf, tail::Found)>, Fault> {
-        let paths: HashMap<u64, PathBuf> = self.with_marks(|marks| {
-            marks
-                .iter()
-                .map(|(k, m)| (m.id, PathBuf::from(k)))
-                .collect()
-        });
+        // The marks are read in place: a project of many transcripts copies none of its paths.
+        self.with_marks(|marks| {
+            let paths: HashMap<u64, &str> = marks.iter().map(|(k, m)| (m.id, k.as_str())).collect();
+            Self::messages_of(searcher, r, limit, one_per_file, &paths)
+        })
+    }
+
+    /// [`Self::messages`] with the transcripts' paths by number.
+    fn messages_of(
+        searcher: &Searcher,
+        r: &Relaxed,
+        limit: usize,
+        one_per_file: bool,
+        paths: &HashMap<u64, &str>,
+    ) -> std::result::Result<Vec<(f32, PathBuf, tail::Found)>, Fault> {
         let mut files: HashMap<u64, Option<std::fs::File>> = HashMap::new();
         // A widened query asks for more than it keeps, and for more again until it has
         // `limit` or the index has no more.
@@ -694,7 +703,7 @@ impl ProjectIndex {
                     // A line that no longer reads as a message (the file changed since the
                     // catch-up) is no hit.
                     if let Some(m) = file.as_ref().and_then(|f| tail::message_at(f, offset, len)) {
-                        read.push((score, id, path.clone(), m));
+                        read.push((score, id, *path, m));
                     }
                 }
                 let texts: Vec<&str> = read.iter().map(|(.., m)| m.text.as_str()).collect();
@@ -702,7 +711,7 @@ impl ProjectIndex {
                 let keep = r.keep(&texts).unwrap_or_else(|| vec![true; texts.len()]);
                 for ((score, id, path, m), k) in read.into_iter().zip(keep) {
                     if k && kept.len() < limit && (!one_per_file || kept_files.insert(id)) {
-                        kept.push((score, path, m));
+                        kept.push((score, PathBuf::from(path), m));
                     }
                 }
             }

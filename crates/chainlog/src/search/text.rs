@@ -45,26 +45,25 @@ pub(crate) fn searchable(bytes: &[u8]) -> Option<Searchable> {
 
 impl Line<'_> {
     fn searchable(self) -> Option<Searchable> {
-        let line = self;
-        let keep = match line.role {
+        let keep = match self.role {
             Role::User | Role::Assistant => true,
-            Role::System => line.subtype.as_deref() == Some("local_command"),
+            Role::System => self.subtype.as_deref() == Some("local_command"),
             _ => false,
         };
-        let text = match line.content {
+        let text = match self.content {
             Content::Text(t) => format!("{t}\n"),
             Content::Blocks(text) => text,
-            Content::Other => line
+            Content::Other => self
                 .own_content
                 .map(|t| format!("{t}\n"))
                 .unwrap_or_default(),
         };
-        let uuid = line.uuid?;
+        let uuid = self.uuid?;
         (keep && !text.trim().is_empty()).then(|| Searchable {
             uuid: uuid.into_owned(),
-            role: line.role,
-            sidechain: line.sidechain,
-            timestamp: line.timestamp.map(Cow::into_owned),
+            role: self.role,
+            sidechain: self.sidechain,
+            timestamp: self.timestamp.map(Cow::into_owned),
             text,
         })
     }
