@@ -584,12 +584,92 @@ fn after_index_every_resume_reads_its_view_and_writes_nothing() {
             path.display()
         );
         let t = Transcript::open(path).unwrap();
+        let want = resolve(&t, opts).unwrap();
+        let lines = read_view(path, &want.chain, &t.names).unwrap();
+        assert_eq!(got.resolution, want, "{}", path.display());
         assert_eq!(
-            got.resolution,
-            resolve(&t, opts).unwrap(),
+            got.interrupt,
+            Some(detect_interrupt(&lines)),
             "{}",
             path.display()
         );
+    }
+}
+
+/// A catch-up of many reads each small session it indexed from zero whole once more, resolves
+/// its view from that read and stores its listing row with it: the first listing after it
+/// scans nothing, and every row answers what a scan of the file answers. A session that is a
+/// link, one whose last line is unterminated, an empty one and one that changed after its
+/// catch-up are left to the listing (it scans them); every stored view equals the full scan's.
+#[test]
+fn a_catch_up_of_many_stores_the_listing_rows_of_the_sessions_it_read_whole() {
+    let tmp = tempfile::tempdir().unwrap();
+    let limit = 1 << 20;
+    let (mut small, empty): (Vec<PathBuf>, Vec<PathBuf>) = util::copy_real_sessions(tmp.path())
+        .into_iter()
+        .filter(|p| std::fs::metadata(p).unwrap().len() <= limit)
+        .partition(|p| std::fs::metadata(p).unwrap().len() > 0);
+    assert!(small.len() >= 5, "{} small real sessions", small.len());
+    let project = small[0].parent().unwrap().to_path_buf();
+    let source = small[0].clone();
+    // Named to come last in its folder: the listing finds a folder's sidecar from its first
+    // file, and a link's own sidecar is where its target lies.
+    let linked = project.join("ffffffff-0000-4000-8000-000000000001.jsonl");
+    let outside = tmp.path().join("elsewhere.jsonl");
+    std::fs::copy(&source, &outside).unwrap();
+    std::os::unix::fs::symlink(&outside, &linked).unwrap();
+    let torn = project.join("10000000-0000-4000-8000-000000000002.jsonl");
+    let bytes = std::fs::read(&source).unwrap();
+    std::fs::write(&torn, &bytes[..bytes.len() - 1]).unwrap();
+    util::age(&torn);
+    let store = Store::new(tmp.path().join("index"));
+    // An empty session has nothing to read whole.
+    let mut left = vec![linked.clone(), torn.clone()];
+    left.extend(empty);
+    small.sort();
+    let mut paths = small.clone();
+    paths.extend(left.iter().cloned());
+    paths.sort();
+    for r in store.catch_up_all(&paths, |_, _| {}) {
+        assert_eq!(r.unwrap().view, ViewUpdate::Stored);
+    }
+    // Appended to after its catch-up: its row (for the shorter file) is stale.
+    let grown = small.pop().unwrap();
+    let mut more = std::fs::read(&source).unwrap();
+    more.truncate(memchr::memchr(b'\n', &more).unwrap() + 1);
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(&grown)
+        .unwrap()
+        .write_all(&more)
+        .unwrap();
+    util::age(&grown);
+    left.push(grown);
+    let rows = store.prepare_listing(&paths).unwrap();
+    assert_eq!(
+        (rows.current, rows.scanned),
+        (small.len() as u64, left.len() as u64),
+        "rows read whole, and those left to the listing"
+    );
+    let mut cache = store.facts_cache();
+    for (path, facts) in paths.iter().zip(cache.facts_all(&paths)) {
+        let facts = serde_json::to_value(facts.unwrap()).unwrap();
+        let scanned = serde_json::to_value(chainlog::discovery::scan_session_facts(path).unwrap());
+        assert_eq!(facts, scanned.unwrap(), "{}", path.display());
+    }
+    let opts = ResolveOptions {
+        leaf: None,
+        view: View::Resume,
+        list_leaves: false,
+    };
+    for path in &small {
+        let got = store.resolve_indexed(path, opts).unwrap().unwrap();
+        assert!(got.materialised(), "{} was walked", path.display());
+        let t = Transcript::open(path).unwrap();
+        let want = resolve(&t, opts).unwrap();
+        let lines = read_view(path, &want.chain, &t.names).unwrap();
+        assert_eq!(got.resolution, want, "{}", path.display());
+        assert_eq!(got.interrupt, Some(detect_interrupt(&lines)));
     }
 }
 

@@ -20,6 +20,7 @@ use std::path::{Path, PathBuf};
 
 use redb::ReadOnlyTable;
 
+use super::facts::facts_of_bytes;
 use super::list::FactsSource;
 use super::{SessionFacts, scan_session_facts};
 use crate::error::Result;
@@ -27,6 +28,7 @@ use crate::index::Sidecars;
 use crate::index::db::listing::{Rows, open_table, read_rows, write_rows};
 use crate::index::format::codec::{tag, untag};
 use crate::index::write::ingest::{Stat, now_ns, settled};
+use crate::index::write::views::WholeRead;
 
 /// A `listing` row: a fixed header (the stat the facts were computed for and when the file
 /// was read: [`HEADER`] bytes, little-endian), then the facts (rmp-serde, positional), then
@@ -73,6 +75,18 @@ impl Row {
             facts,
         ))
     }
+}
+
+/// The listing row of a session read whole by a catch-up of many
+/// ([`crate::index::write::views`]): its facts from that read, for the stat it had; `None`
+/// when they cannot be computed (the listing scans it and says why).
+pub(crate) fn row_of_whole_read(read: &WholeRead<'_>) -> Option<Vec<u8>> {
+    let facts = facts_of_bytes(read.path, read.transcript, read.bytes, read.meta).ok()?;
+    let row = Row {
+        stat: Stat::from_meta(read.meta),
+        checked_at_ns: read.checked_at_ns,
+    };
+    Some(row.encode(read.key, &facts))
 }
 
 #[derive(Default)]

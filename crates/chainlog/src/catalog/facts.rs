@@ -301,20 +301,45 @@ const READ_WHOLE: u64 = 1 << 20;
 pub fn scan_session_facts(path: &Path) -> Result<SessionFacts> {
     let mut file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
     let meta = file.metadata().map_err(|e| Error::io(path, e))?;
-    let (t, bytes) = if meta.len() <= READ_WHOLE {
+    if meta.len() <= READ_WHOLE {
         let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0) + 1);
         std::io::Read::read_to_end(&mut file, &mut bytes).map_err(|e| Error::io(path, e))?;
         let mut t = Transcript::scan_bytes(&bytes);
         t.path = Some(path.to_path_buf());
-        (t, Some(bytes))
-    } else {
-        (
-            Transcript::open(path).map_err(|e| Error::io(path, e))?,
-            None,
-        )
-    };
-    let res = resolve(
+        return facts_of_bytes(path, &t, &bytes, &meta);
+    }
+    let t = Transcript::open(path).map_err(|e| Error::io(path, e))?;
+    facts_from(
+        path,
         &t,
+        &full_resolution(path, &t)?,
+        &Lines::File(&file),
+        &meta,
+    )
+}
+
+/// The facts of the session at `path` read whole: its `bytes`, their scan `t` and the file's
+/// metadata `meta` (as [`scan_session_facts`] computes them for a file of up to 1 MiB; a
+/// catch-up of many that read a new session whole computes its listing row with it).
+pub(crate) fn facts_of_bytes(
+    path: &Path,
+    t: &Transcript,
+    bytes: &[u8],
+    meta: &std::fs::Metadata,
+) -> Result<SessionFacts> {
+    facts_from(
+        path,
+        t,
+        &full_resolution(path, t)?,
+        &Lines::Bytes(bytes),
+        meta,
+    )
+}
+
+/// The [`View::Full`] resolution facts describe.
+fn full_resolution(path: &Path, t: &Transcript) -> Result<Resolution> {
+    resolve(
+        t,
         ResolveOptions {
             leaf: None,
             view: View::Full,
@@ -324,12 +349,7 @@ pub fn scan_session_facts(path: &Path) -> Result<SessionFacts> {
     .map_err(|leaf| Error::UnknownLeaf {
         path: path.to_path_buf(),
         leaf,
-    })?;
-    let lines = match &bytes {
-        Some(b) => Lines::Bytes(b),
-        None => Lines::File(&file),
-    };
-    facts_from(path, &t, &res, &lines, &meta)
+    })
 }
 
 /// The facts of one session file (format.md §A6) from its scan and resolution.

@@ -48,6 +48,7 @@ use db::open::IndexDb;
 use format::schema::{BAD_LINES, FILES, FileState, PROGRESS, ROWS};
 use read::query::IndexGraph;
 use write::ingest::{CatchUp, Stat};
+use write::views::{Walked, fresh_views, mark_stored, walk_views, write_views};
 
 /// Bad-line records an [`Answer`] holds: the first ones, in file order; the others are only
 /// counted ([`Answer::bad_line_count`]). A transcript can hold millions of bad lines, and a warm
@@ -282,7 +283,7 @@ impl Sidecars {
     pub fn catch_up_all(
         &self,
         transcripts: &[PathBuf],
-        views: fn(&Path) -> bool,
+        sessions: write::views::Sessions,
         mut done: impl FnMut(&Path, &Result<CatchUp>),
     ) -> Vec<Result<CatchUp>> {
         let mut out: Vec<Option<Result<CatchUp>>> = transcripts.iter().map(|_| None).collect();
@@ -293,7 +294,7 @@ impl Sidecars {
             let first = paths[0].clone();
             let results = self
                 .bounded(&first, move |s| {
-                    Ok(s.catch_up_group(&paths, &group_keys, views))
+                    Ok(s.catch_up_group(&paths, &group_keys, sessions))
                 })
                 .unwrap_or_else(|_busy| {
                     // The sidecar is busy: each transcript says so.
@@ -368,7 +369,7 @@ impl Sidecars {
         &self,
         paths: &[PathBuf],
         keys: &[String],
-        views: fn(&Path) -> bool,
+        sessions: write::views::Sessions,
     ) -> Vec<Result<CatchUp>> {
         let Some(first) = paths.first() else {
             return Vec::new();
@@ -405,7 +406,8 @@ impl Sidecars {
                     }
                     let todo: Vec<usize> = (0..paths.len()).filter(|&i| out[i].is_none()).collect();
                     let (many, mut alone) = batches(&lens, &todo);
-                    let (together, failed) = Self::catch_up_batches(&db, paths, keys, &many, views);
+                    let (together, failed) =
+                        Self::catch_up_batches(&db, paths, keys, &many, sessions);
                     // The transcripts of a batch that failed: one by one, their views after.
                     let mut retried = Vec::new();
                     for &i in &failed {
@@ -414,10 +416,8 @@ impl Sidecars {
                             Err(e) => out[i] = Some(Err(e)),
                         }
                     }
-                    let stored = write_views(
-                        &db,
-                        &walk_views(&db, fresh_views(paths, keys, &retried, views)),
-                    );
+                    let fresh = fresh_views(paths, keys, &retried, sessions);
+                    let stored = write_views(&db, &walk_views(&db, fresh, sessions));
                     mark_stored(
                         &mut retried,
                         keys,
@@ -459,7 +459,7 @@ impl Sidecars {
 
     /// Catches up the transcripts of each batch of `batches` (positions in `paths`) in one
     /// write transaction each, extends their stored views as [`Self::catch_up_in`] does, and
-    /// stores the views of the sessions (`views`) indexed anew: those of a batch are walked
+    /// stores the views of the sessions (`sessions`) indexed anew: those of a batch are walked
     /// on other threads while the next batch is caught up, and written after it. Returns what
     /// was caught up, and the transcripts of the batches that failed (an unreadable transcript,
     /// damage: the transaction was dropped), to be caught up one by one.
@@ -468,7 +468,7 @@ impl Sidecars {
         paths: &[PathBuf],
         keys: &[String],
         batches: &[Vec<usize>],
-        views: fn(&Path) -> bool,
+        sessions: write::views::Sessions,
     ) -> (Vec<(usize, CatchUp, FileState)>, Vec<usize>) {
         let (mut done, mut failed) = (Vec::new(), Vec::new());
         let mut stored = std::collections::HashSet::new();
@@ -508,9 +508,9 @@ impl Sidecars {
                         (i, d, st)
                     })
                     .collect();
-                let fresh = fresh_views(paths, keys, &batch, views);
+                let fresh = fresh_views(paths, keys, &batch, sessions);
                 done.extend(batch);
-                let next = scope.spawn(move || walk_views(db, fresh));
+                let next = scope.spawn(move || walk_views(db, fresh, sessions));
                 if let Some(h) = walking.replace(next) {
                     wrote(h);
                 }
@@ -939,101 +939,6 @@ impl Sidecars {
         }
         Ok(None)
     }
-}
-
-/// A resume view walked for a transcript just caught up: its key, the state it was walked
-/// for, the chain and how it ends.
-type Walked<'a> = (
-    &'a str,
-    FileState,
-    Resolution,
-    crate::resume::interrupt::Ending,
-);
-
-/// Walks the default resume view of each transcript of `fresh` (path, key, the state it was
-/// just caught up to) and reads how it ends, on every core, each walk in its own read
-/// transaction. A view that holds a line longer than [`read::view::VIEW_LINE_MAX`], or that
-/// fails, is left to the session's first resume (best effort, as a resume's own store).
-fn walk_views<'a>(db: &IndexDb, fresh: Vec<(&Path, &'a str, FileState)>) -> Vec<Walked<'a>> {
-    use crate::resume::interrupt::Ending;
-    use rayon::prelude::*;
-    fresh
-        .into_par_iter()
-        .filter_map(|(path, key, st)| {
-            let ans = query(db.db(), st.clone(), path, read::view::OPTIONS, false).ok()??;
-            let longest = ans.resolution.chain.iter().map(|l| l.pos.len).max();
-            if ans.state.is_none() || longest.unwrap_or(0) > read::view::VIEW_LINE_MAX {
-                return None;
-            }
-            let ending = Ending::of_lines(path, &ans.resolution.chain, &ans.names).ok()?;
-            Some((key, st, ans.resolution, ending))
-        })
-        .collect()
-}
-
-/// Stores the views of `walked` in one write transaction, each only if its transcript is
-/// still at the state it was walked for; returns the keys of those stored.
-fn write_views<'a>(db: &IndexDb, walked: &[Walked<'a>]) -> Vec<&'a str> {
-    if walked.is_empty() {
-        return Vec::new();
-    }
-    db::guard::isolate(|| -> std::result::Result<Vec<&'a str>, redb::Error> {
-        let txn = db.begin_write()?;
-        let current: Vec<bool> = {
-            let files = txn.open_table(FILES)?;
-            walked
-                .iter()
-                .map(|(key, st, _, _)| {
-                    write::ingest::file_state(&files, key)
-                        .ok()
-                        .flatten()
-                        .as_ref()
-                        == Some(st)
-                })
-                .collect()
-        };
-        let mut stored = Vec::new();
-        for ((key, st, res, ending), current) in walked.iter().zip(current) {
-            if current {
-                read::view::store(&txn, st, res, ending)?;
-                stored.push(*key);
-            }
-        }
-        txn.commit()?;
-        Ok(stored)
-    })
-    .and_then(std::result::Result::ok)
-    .unwrap_or_default()
-}
-
-/// Says [`write::ingest::ViewUpdate::Stored`] of each of `done` whose key is in `stored`.
-fn mark_stored(
-    done: &mut [(usize, CatchUp, FileState)],
-    keys: &[String],
-    stored: &std::collections::HashSet<String>,
-) {
-    for (i, d, _) in done {
-        if stored.contains(&keys[*i]) {
-            d.view = write::ingest::ViewUpdate::Stored;
-        }
-    }
-}
-
-/// The transcripts among `done` whose resume view is to be walked and stored: sessions
-/// (`views`) with new lines the stored view was not extended with, or empty (an empty view).
-fn fresh_views<'a>(
-    paths: &'a [PathBuf],
-    keys: &'a [String],
-    done: &[(usize, CatchUp, FileState)],
-    views: fn(&Path) -> bool,
-) -> Vec<(&'a Path, &'a str, FileState)> {
-    done.iter()
-        .filter(|(i, d, st)| {
-            let stale = d.bytes > 0 && d.view != write::ingest::ViewUpdate::Extended;
-            (stale || st.indexed_len == 0) && views(&paths[*i])
-        })
-        .map(|(i, _, st)| (paths[*i].as_path(), keys[*i].as_str(), st.clone()))
-        .collect()
 }
 
 /// What the index holds for one transcript ([`Sidecars::held_all`]): the walked answers of

@@ -54,6 +54,31 @@ pub fn read_view(path: &Path, links: &[Link], names: &IdNames) -> Result<Vec<Vie
     Lines::open(path, links, names)?.collect()
 }
 
+/// [`read_view`] of a file read whole into `bytes`: each entry a slice of them, no read.
+pub fn view_in(
+    bytes: &Bytes,
+    path: &Path,
+    links: &[Link],
+    names: &IdNames,
+) -> Result<Vec<ViewEntry>> {
+    links
+        .iter()
+        .map(|link| {
+            let raw = usize::try_from(link.pos.offset)
+                .ok()
+                .and_then(|s| Some(s..s.checked_add(usize::try_from(link.pos.len).ok()?)?))
+                .filter(|r| r.end <= bytes.len())
+                .ok_or_else(|| {
+                    let eof = std::io::Error::from(std::io::ErrorKind::UnexpectedEof);
+                    read_error(&eof, path, link.pos)
+                })?;
+            let keep = content_of(&bytes[raw.clone()], path, link.pos)?;
+            let line = bytes.slice(raw.start + keep.start..raw.start + keep.end);
+            entry(line, link, names, path)
+        })
+        .collect()
+}
+
 /// Bytes of adjacent lines read with one `pread`.
 pub const BATCH: u64 = 1 << 20;
 

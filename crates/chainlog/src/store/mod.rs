@@ -103,7 +103,11 @@ impl Store {
         fn session(p: &Path) -> bool {
             crate::catalog::discover::session_id_of(p).is_some()
         }
-        self.sidecars.catch_up_all(transcripts, session, done)
+        let sessions = crate::index::write::views::Sessions {
+            is_session: session,
+            listing_row: crate::catalog::cache::row_of_whole_read,
+        };
+        self.sidecars.catch_up_all(transcripts, sessions, done)
     }
 
     /// Compacts the sidecars that [`Store::catch_up_all`] created and that are still smaller than

@@ -92,7 +92,7 @@ fn all_rows(t: &impl ReadableTable<&'static str, &'static [u8]>) -> Result<Rows,
 }
 
 /// Stores listing rows (`(key, value)` as stored: their checksums travel with them) in `txn`.
-fn insert_rows<'a>(
+pub(crate) fn insert_rows<'a>(
     txn: &redb::WriteTransaction,
     rows: impl IntoIterator<Item = (&'a str, &'a [u8])>,
 ) -> Result<(), redb::Error> {

@@ -127,7 +127,7 @@ impl Stat {
         file.metadata().ok().map(|m| Stat::from_meta(&m))
     }
 
-    fn from_meta(m: &std::fs::Metadata) -> Stat {
+    pub(crate) fn from_meta(m: &std::fs::Metadata) -> Stat {
         Stat {
             dev: m.dev(),
             ino: m.ino(),
